@@ -1,0 +1,194 @@
+"""Settings, driven by environment variables (see .env.example) with embedded defaults."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+
+def secret(name: str, default: str | None = None) -> str | None:
+    """A secret from NAME, or from the file that NAME_FILE points at (Docker/K8s secrets)."""
+    path = env.str(f"{name}_FILE", default="")
+    if path:
+        return Path(path).read_text().strip()
+    return env.str(name, default=default)
+
+
+# ---------------------------------------------------------------- core
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = secret("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY (or SECRET_KEY_FILE) must be set when DEBUG is off. "
+            "For local development run `make run`, which sets DEBUG=true."
+        )
+    SECRET_KEY = "dev-only-insecure-key-never-use-in-production"  # noqa: S105
+
+ALLOWED_HOSTS = env.list(
+    "ALLOWED_HOSTS",
+    default=["localhost", "127.0.0.1", "[::1]", "testserver"] if DEBUG else [],
+)
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "guardian",
+    "agents",
+    "guardrails",
+    "retrieval",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "agentbuilder.urls"
+WSGI_APPLICATION = "agentbuilder.wsgi.application"
+ASGI_APPLICATION = "agentbuilder.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# ---------------------------------------------------------------- database
+
+VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
+
+if env.str("DATABASE_URL", default=""):
+    DATABASES = {"default": env.db("DATABASE_URL")}
+else:
+    from agentbuilder.embedded_db import database_settings
+
+    DATABASES = {"default": database_settings(VAR_DIR / "pgdata")}
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# ---------------------------------------------------------------- auth
+
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "guardian.backends.ObjectPermissionBackend",
+]
+GUARDIAN_RAISE_403 = False
+ANONYMOUS_USER_NAME = None  # no anonymous user row: every API call is authenticated
+
+JWT_SIGNING_KEY = secret("JWT_SIGNING_KEY") or SECRET_KEY
+JWT_LIFETIME = timedelta(seconds=env.int("JWT_LIFETIME_SECONDS", default=3600))
+JWT_ISSUER = "agentbuilder"
+
+# Only the dev set-up (`make run`) creates this superuser.
+ADMIN_USERNAME = env.str("ADMIN_USERNAME", default="admin")
+ADMIN_PASSWORD = secret("ADMIN_PASSWORD", default="admin")
+
+# ---------------------------------------------------------------- API
+
+API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["agents.api.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["agentbuilder.api.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "agentbuilder.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env.str("THROTTLE_USER_RATE", default="1200/min"),
+        "token": env.str("THROTTLE_TOKEN_RATE", default="60/min"),
+    },
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "agentbuilder API",
+    "DESCRIPTION": "Build, version and run LLM agents. Authenticate with POST /v1/auth/token "
+    "and send `Authorization: Bearer <token>`.",
+    "VERSION": "1.0.0",
+    "OAS_VERSION": "3.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# ---------------------------------------------------------------- cache (throttling)
+
+CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
+
+# ---------------------------------------------------------------- Celery
+
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
+# Without a broker, tasks run in the calling process: the embedded set-up needs no Redis.
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_RESULT_BACKEND = None
+
+# ---------------------------------------------------------------- LLM
+
+LLM_OFFLINE = env.bool("LLM_OFFLINE", default=False)
+
+# ---------------------------------------------------------------- i18n, static
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Under `make run` uvicorn serves the admin's static files straight from the apps.
+WHITENOISE_USE_FINDERS = DEBUG
+
+# ---------------------------------------------------------------- logging
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    # pgserver logs every process start and exit at INFO.
+    "loggers": {"pgserver": {"level": "WARNING"}},
+}

@@ -1,0 +1,14 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("v1/", include("agents.api.urls")),
+    path("v1/", include("guardrails.api.urls")),
+]
+
+handler404 = "agentbuilder.api.errors.not_found"
+handler500 = "agentbuilder.api.errors.server_error"

@@ -1,0 +1,230 @@
+"""Request and answer bodies of the agents API (SPEC sections 1 and 3)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import Field, SkipValidation
+
+from agentbuilder.api.pagination import PageQuery, Pagination
+from agentbuilder.wire import CamelModel, OutputModel
+from agents.configs import RagAgentConfig, TaskAgentConfig, ToolAgentConfig
+from agents.models import NAME_PATTERN, Agent, AgentVersion, Environment, LLMModel
+
+# Documented as the union of the three config models; validated by the service once the
+# agent type is known, so errors point at the fields of that type's config.
+ConfigBody = SkipValidation[ToolAgentConfig | RagAgentConfig | TaskAgentConfig]
+
+Name = Field(pattern=NAME_PATTERN, description="Letters, digits, '-', '_', '.'; 1–100.")
+AgentTypeName = Literal["tool", "rag", "task"]
+
+
+# ---------------------------------------------------------------- requests
+
+
+class TokenRequest(CamelModel):
+    model_config = CamelModel.model_config | {"alias_generator": None}
+
+    grant_type: Literal["client_credentials", "password"]
+    client_id: str | None = Field(None, max_length=200)
+    client_secret: str | None = Field(None, max_length=500)
+    username: str | None = Field(None, max_length=150)
+    password: str | None = Field(None, max_length=500)
+    scope: str | None = None  # accepted and ignored, as OAuth clients send it
+
+
+class AgentCreate(CamelModel):
+    name: str = Name
+    display_name: str = Field("", max_length=200)
+    description: str = Field("", max_length=200)
+    agent_type: AgentTypeName
+    version_label: str = Field("", max_length=100)
+    notes: str = Field("", max_length=10_000)
+    config: ConfigBody = Field(description="The config of the agent type (SPEC section 3).")
+
+
+class AgentPatch(CamelModel):
+    name: str | None = Name
+    display_name: str | None = Field(None, max_length=200)
+    description: str | None = Field(None, max_length=200)
+
+
+class VersionCreate(CamelModel):
+    version_label: str = Field("", max_length=100)
+    notes: str = Field("", max_length=10_000)
+    config: ConfigBody | None = Field(None, description="Absent: copy the latest config.")
+
+
+class AgentLookup(CamelModel):
+    name: str = Field(min_length=1, max_length=100)
+    version_label: str | None = Field(None, max_length=100)
+
+
+class BatchGet(CamelModel):
+    agent_ids: list[str] = Field(min_length=1, max_length=100)
+
+
+class AgentListQuery(PageQuery):
+    agent_type: AgentTypeName | None = None
+    name: str | None = Field(None, max_length=100)
+
+
+class ModelListQuery(PageQuery):
+    agent_type: AgentTypeName | None = None
+
+
+# ---------------------------------------------------------------- answers
+
+
+class TokenOut(OutputModel):
+    model_config = OutputModel.model_config | {"alias_generator": None}
+
+    access_token: str
+    token_type: Literal["Bearer"] = "Bearer"
+    expires_in: int
+
+
+class EnvironmentOut(OutputModel):
+    id: UUID
+    name: str
+    description: str
+    created_at: datetime
+
+    @classmethod
+    def of(cls, env: Environment) -> EnvironmentOut:
+        return cls(id=env.pk, name=env.name, description=env.description, created_at=env.created_at)
+
+
+class EnvironmentList(OutputModel):
+    environments: list[EnvironmentOut]
+    pagination: Pagination
+
+
+def _username(user: Any) -> str | None:
+    return user.get_username() if user is not None else None
+
+
+class AgentOut(OutputModel):
+    id: UUID
+    name: str
+    display_name: str
+    description: str
+    type: AgentTypeName
+    status: Literal["active", "deleted"]
+    environment_id: UUID
+    current_version_id: UUID | None
+    created_at: datetime
+    created_by: str | None
+    modified_at: datetime
+    modified_by: str | None
+
+    @classmethod
+    def of(cls, agent: Agent) -> AgentOut:
+        return cls(
+            id=agent.pk,
+            name=agent.name,
+            display_name=agent.display_name,
+            description=agent.description,
+            type=agent.agent_type,  # type: ignore[arg-type]
+            status=agent.status,  # type: ignore[arg-type]
+            environment_id=agent.environment_id,
+            current_version_id=getattr(agent, "current_version_id", None),
+            created_at=agent.created_at,
+            created_by=_username(agent.created_by),
+            modified_at=agent.modified_at,
+            modified_by=_username(agent.modified_by),
+        )
+
+
+class VersionSummary(OutputModel):
+    id: UUID
+    number: int
+    version_label: str
+    notes: str
+    created_at: datetime
+    created_by: str | None
+
+    @classmethod
+    def of(cls, version: AgentVersion) -> VersionSummary:
+        return cls(
+            id=version.pk,
+            number=version.number,
+            version_label=version.version_label,
+            notes=version.notes,
+            created_at=version.created_at,
+            created_by=_username(version.created_by),
+        )
+
+
+class VersionOut(VersionSummary):
+    config: dict[str, Any]
+
+    @classmethod
+    def of(cls, version: AgentVersion) -> VersionOut:
+        return cls(**VersionSummary.of(version).model_dump(), config=version.config)
+
+
+class AgentList(OutputModel):
+    agents: list[AgentOut]
+    pagination: Pagination
+
+
+class AgentWithVersion(OutputModel):
+    agent: AgentOut
+    version: VersionOut
+
+
+class VersionList(OutputModel):
+    agent: AgentOut
+    versions: list[VersionSummary]
+    pagination: Pagination
+
+
+class DeletedAgent(OutputModel):
+    agent_id: UUID
+
+
+class BatchError(OutputModel):
+    agent_id: str
+    status: int
+    message: str
+
+
+class BatchGetOut(OutputModel):
+    agents: list[AgentWithVersion]
+    errors: list[BatchError]
+
+
+class AgentTypeOut(OutputModel):
+    type: AgentTypeName
+    description: str
+
+
+class AgentTypeList(OutputModel):
+    agent_types: list[AgentTypeOut]
+    pagination: Pagination
+
+
+class ModelOut(OutputModel):
+    id: str
+    name: str
+    provider: Literal["bedrock", "openai", "local"]
+    agent_types: list[AgentTypeName]
+    capabilities: list[str]
+
+    @classmethod
+    def of(cls, model: LLMModel) -> ModelOut:
+        return cls(
+            id=model.pk,
+            name=model.name,
+            provider=model.provider,  # type: ignore[arg-type]
+            agent_types=model.agent_types,  # type: ignore[arg-type]
+            capabilities=model.capabilities,
+        )
+
+
+class ModelList(OutputModel):
+    models: list[ModelOut]
+    pagination: Pagination

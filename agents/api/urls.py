@@ -1,0 +1,20 @@
+from django.urls import path
+
+from agents.api import views
+
+urlpatterns = [
+    path("auth/token", views.TokenView.as_view(), name="auth-token"),
+    path("environments", views.EnvironmentListView.as_view(), name="environment-list"),
+    path("models", views.ModelListView.as_view(), name="model-list"),
+    path("agents", views.AgentListView.as_view(), name="agent-list"),
+    path("agents/types", views.AgentTypeListView.as_view(), name="agent-types"),
+    path("agents/lookup", views.AgentLookupView.as_view(), name="agent-lookup"),
+    path("agents/versions/batch-get", views.BatchGetView.as_view(), name="version-batch-get"),
+    path("agents/<str:agent_id>", views.AgentDetailView.as_view(), name="agent-detail"),
+    path("agents/<str:agent_id>/versions", views.VersionListView.as_view(), name="version-list"),
+    path(
+        "agents/<str:agent_id>/versions/<str:version_id>",
+        views.VersionDetailView.as_view(),
+        name="version-detail",
+    ),
+]

@@ -1,0 +1,294 @@
+"""Agents, versions, catalogs and tokens (SPEC sections 1 and 3).
+
+Each view validates its input, calls one service or selector and renders the answer;
+permission checks and domain rules live below it.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+
+from agentbuilder.api.pagination import PageQuery, page_of, paginate
+from agentbuilder.api.parsers import FormParser, JSONParser
+from agentbuilder.api.views import ApiView, render
+from agentbuilder.errors import Invalid
+from agents import selectors, services
+from agents.api import schemas as s
+from agents.models import Agent, AgentType
+from agents.permissions import Action
+
+AGENT_ID = OpenApiParameter("agentId", str, OpenApiParameter.PATH, description="Agent uuid.")
+VERSION_ID = OpenApiParameter(
+    "versionId", str, OpenApiParameter.PATH, description="`latest`, a version number or uuid."
+)
+ENVIRONMENT = OpenApiParameter(
+    "X-Environment",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="Environment name or id; ignored when the token names one. Default: `default`.",
+)
+PAGE = [
+    OpenApiParameter("offset", int, description="Default 0."),
+    OpenApiParameter("limit", int, description="1–100, default 50."),
+]
+
+AGENT_TYPE_DESCRIPTIONS = {
+    AgentType.TOOL: "Calls function tools, other agents and MCP servers in a loop; can "
+    "answer with structured output.",
+    AgentType.RAG: "Answers questions from the environment's documents and cites its sources.",
+    AgentType.TASK: "Fills a templated prompt from JSON-Schema-validated inputs; optional "
+    "output schema.",
+}
+
+
+def agent_uuid(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise Invalid.at(("path", "agentId"), "must be an agent id (a uuid)") from None
+
+
+class TokenView(ApiView):
+    authentication_classes = []
+    permission_classes = [AllowAny]
+    parser_classes = [JSONParser, FormParser]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "token"
+
+    @extend_schema(
+        operation_id="auth_token",
+        request={"application/json": s.TokenRequest, "application/x-www-form-urlencoded": s.TokenRequest},
+        responses={200: s.TokenOut},
+        auth=[],
+        tags=["auth"],
+        summary="Get an access token (client credentials or password grant)",
+    )
+    def post(self, request: Request) -> Response:
+        body = self.body(s.TokenRequest)
+        if body.grant_type == "client_credentials":
+            issued = services.token_for_client(
+                client_id=_required(body.client_id, "client_id"),
+                client_secret=_required(body.client_secret, "client_secret"),
+            )
+        else:
+            issued = services.token_for_user(
+                username=_required(body.username, "username"),
+                password=_required(body.password, "password"),
+            )
+        return render(s.TokenOut(access_token=issued.access_token, expires_in=issued.expires_in))
+
+
+def _required(value: str | None, field: str) -> str:
+    if not value:
+        raise Invalid.at(("body", field), "Field required", "missing")
+    return value
+
+
+class EnvironmentListView(ApiView):
+    @extend_schema(parameters=PAGE, responses={200: s.EnvironmentList}, tags=["environments"])
+    def get(self, request: Request) -> Response:
+        items, pagination = paginate(
+            selectors.environment_list(user=request.user), self.query(PageQuery)
+        )
+        return render(
+            s.EnvironmentList(
+                environments=[s.EnvironmentOut.of(e) for e in items], pagination=pagination
+            )
+        )
+
+
+class AgentTypeListView(ApiView):
+    @extend_schema(parameters=PAGE, responses={200: s.AgentTypeList}, tags=["agents"])
+    def get(self, request: Request) -> Response:
+        types = [s.AgentTypeOut(type=t.value, description=d) for t, d in AGENT_TYPE_DESCRIPTIONS.items()]
+        items, pagination = page_of(types, self.query(PageQuery))
+        return render(s.AgentTypeList(agent_types=items, pagination=pagination))
+
+
+class AgentListView(ApiView):
+    @extend_schema(
+        parameters=[
+            *PAGE,
+            OpenApiParameter("agentType", str, enum=AgentType.values),
+            OpenApiParameter("name", str, description="Case-insensitive substring."),
+            ENVIRONMENT,
+        ],
+        responses={200: s.AgentList},
+        tags=["agents"],
+    )
+    def get(self, request: Request) -> Response:
+        query = self.query(s.AgentListQuery)
+        agents = selectors.agent_list(
+            user=request.user, environment=self.environment, agent_type=query.agent_type,
+            name=query.name,
+        )
+        items, pagination = paginate(agents, query)
+        return render(s.AgentList(agents=[s.AgentOut.of(a) for a in items], pagination=pagination))
+
+    @extend_schema(
+        request=s.AgentCreate, responses={201: s.AgentOut}, parameters=[ENVIRONMENT], tags=["agents"]
+    )
+    def post(self, request: Request) -> Response:
+        body = self.body(s.AgentCreate)
+        agent, _ = services.agent_create(
+            user=request.user,
+            environment=self.environment,
+            name=body.name,
+            display_name=body.display_name,
+            description=body.description,
+            agent_type=body.agent_type,
+            version_label=body.version_label,
+            notes=body.notes,
+            config=body.config,
+        )
+        fresh = selectors.agent_get(user=request.user, environment=self.environment, agent_id=agent.pk)
+        return render(s.AgentOut.of(fresh), status=201)
+
+
+class AgentScopedView(ApiView):
+    def _agent(self, agent_id: str, action: Action = Action.READ) -> Agent:
+        return selectors.agent_get(
+            user=self.request.user, environment=self.environment, agent_id=agent_uuid(agent_id),
+            action=action,
+        )
+
+
+class AgentDetailView(AgentScopedView):
+    @extend_schema(parameters=[AGENT_ID, ENVIRONMENT], responses={200: s.AgentOut}, tags=["agents"])
+    def get(self, request: Request, agent_id: str) -> Response:
+        return render(s.AgentOut.of(self._agent(agent_id)))
+
+    @extend_schema(
+        parameters=[AGENT_ID, ENVIRONMENT],
+        request=s.AgentPatch,
+        responses={200: s.AgentOut},
+        tags=["agents"],
+    )
+    def patch(self, request: Request, agent_id: str) -> Response:
+        agent = self._agent(agent_id, Action.EDIT)
+        body = self.body(s.AgentPatch)
+        changes = body.model_dump(exclude_none=True, by_alias=False)
+        services.agent_update(user=request.user, agent=agent, changes=changes)
+        return render(s.AgentOut.of(self._agent(agent_id)))
+
+    @extend_schema(
+        parameters=[AGENT_ID, ENVIRONMENT], responses={200: s.DeletedAgent}, tags=["agents"]
+    )
+    def delete(self, request: Request, agent_id: str) -> Response:
+        agent = self._agent(agent_id, Action.DELETE)
+        services.agent_delete(user=request.user, agent=agent)
+        return render(s.DeletedAgent(agent_id=agent.pk))
+
+
+class VersionListView(AgentScopedView):
+    @extend_schema(
+        parameters=[AGENT_ID, ENVIRONMENT, *PAGE], responses={200: s.VersionList}, tags=["versions"]
+    )
+    def get(self, request: Request, agent_id: str) -> Response:
+        agent = self._agent(agent_id)
+        items, pagination = paginate(selectors.version_list(agent=agent), self.query(PageQuery))
+        return render(
+            s.VersionList(
+                agent=s.AgentOut.of(agent),
+                versions=[s.VersionSummary.of(v) for v in items],
+                pagination=pagination,
+            )
+        )
+
+    @extend_schema(
+        parameters=[AGENT_ID, ENVIRONMENT],
+        request=s.VersionCreate,
+        responses={201: s.AgentWithVersion},
+        tags=["versions"],
+    )
+    def post(self, request: Request, agent_id: str) -> Response:
+        agent = self._agent(agent_id, Action.EDIT)
+        body = self.body(s.VersionCreate)
+        version = services.version_add(
+            user=request.user, agent=agent, config=body.config,
+            version_label=body.version_label, notes=body.notes,
+        )
+        agent = self._agent(agent_id)
+        return render(s.AgentWithVersion(agent=s.AgentOut.of(agent), version=s.VersionOut.of(version)), 201)
+
+
+class VersionDetailView(AgentScopedView):
+    @extend_schema(
+        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
+        responses={200: s.AgentWithVersion},
+        tags=["versions"],
+    )
+    def get(self, request: Request, agent_id: str, version_id: str) -> Response:
+        agent = self._agent(agent_id)
+        version = selectors.version_get(agent=agent, ref=version_id)
+        return render(s.AgentWithVersion(agent=s.AgentOut.of(agent), version=s.VersionOut.of(version)))
+
+
+class AgentLookupView(ApiView):
+    @extend_schema(
+        request=s.AgentLookup,
+        responses={200: s.AgentWithVersion},
+        parameters=[ENVIRONMENT],
+        tags=["agents"],
+        summary="Find an agent by name (and version label) in the environment",
+    )
+    def post(self, request: Request) -> Response:
+        body = self.body(s.AgentLookup)
+        agent = selectors.agent_get_by_name(
+            user=request.user, environment=self.environment, name=body.name
+        )
+        version = selectors.version_get_by_label(agent=agent, label=body.version_label)
+        return render(s.AgentWithVersion(agent=s.AgentOut.of(agent), version=s.VersionOut.of(version)))
+
+
+class BatchGetView(ApiView):
+    @extend_schema(
+        request=s.BatchGet,
+        responses={200: s.BatchGetOut},
+        parameters=[ENVIRONMENT],
+        tags=["versions"],
+        summary="The latest version of up to 100 agents",
+    )
+    def post(self, request: Request) -> Response:
+        body = self.body(s.BatchGet)
+        ids: dict[str, uuid.UUID | None] = {}
+        for raw in body.agent_ids:
+            try:
+                ids[raw] = uuid.UUID(raw)
+            except ValueError:
+                ids[raw] = None
+        valid = [i for i in ids.values() if i is not None]
+        agents = selectors.agents_by_ids(user=request.user, environment=self.environment, agent_ids=valid)
+        versions = selectors.latest_versions(agent_ids=list(agents))
+        found, errors = [], []
+        for raw, parsed in ids.items():
+            if parsed is None:
+                errors.append(s.BatchError(agent_id=raw, status=400, message="not a valid agent id"))
+            elif parsed in agents and parsed in versions:
+                found.append(
+                    s.AgentWithVersion(
+                        agent=s.AgentOut.of(agents[parsed]), version=s.VersionOut.of(versions[parsed])
+                    )
+                )
+            else:
+                errors.append(s.BatchError(agent_id=raw, status=404, message="Agent not found."))
+        return render(s.BatchGetOut(agents=found, errors=errors))
+
+
+class ModelListView(ApiView):
+    @extend_schema(
+        parameters=[*PAGE, OpenApiParameter("agentType", str, enum=AgentType.values)],
+        responses={200: s.ModelList},
+        tags=["catalog"],
+    )
+    def get(self, request: Request) -> Response:
+        query = self.query(s.ModelListQuery)
+        items, pagination = paginate(selectors.model_list(agent_type=query.agent_type), query)
+        return render(s.ModelList(models=[s.ModelOut.of(m) for m in items], pagination=pagination))

@@ -1,0 +1,224 @@
+"""Agent configs by type (SPEC section 3), written once and used by the API, the admin
+and the OpenAPI schema.
+
+These models check everything that needs no database: shapes, ranges, unknown keys,
+JSON Schemas and templates. Checks against the catalogs (models, functions, guardrails,
+task agents) live in `agents.services.config_check`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+import jinja2
+import jsonschema
+from jinja2 import meta
+from jinja2.sandbox import SandboxedEnvironment
+from pydantic import Field, field_validator, model_validator
+
+from agentbuilder.errors import Invalid
+from agentbuilder.wire import CamelModel, parse
+
+TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"  # what Bedrock and OpenAI both accept as a tool name
+
+DEFAULT_RAG_PROMPT = (
+    "You are a careful assistant that answers questions from the documents below.\n"
+    "Use only the context. If the context does not contain the answer, say that you do "
+    "not know. Cite the numbers of the passages you used, like [1].\n\n"
+    "Context:\n{context_str}\n\nQuestion: {query_str}\nAnswer:"
+)
+
+
+def _check_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path)
+        raise ValueError(f"invalid JSON Schema{f' at {where}' if where else ''}: {exc.message}")
+    if schema.get("type") != "object":
+        raise ValueError('the schema must describe an object: "type": "object"')
+    return schema
+
+
+JsonSchema = Annotated[dict[str, Any], Field(json_schema_extra={"type": "object"})]
+
+
+class InferenceConfig(CamelModel):
+    max_tokens: int = Field(4000, ge=1, le=200_000)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_retries: int = Field(10, ge=0, le=20)
+    timeout: float = Field(3600, gt=0, le=3600, description="Seconds.")
+
+
+class BaseAgentConfig(CamelModel):
+    llm_model_id: str = Field(min_length=1, max_length=200)
+    system_prompt: str = Field("", max_length=100_000)
+    inference_config: InferenceConfig = InferenceConfig()
+    guardrails: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
+        default_factory=list, max_length=20
+    )
+
+    @field_validator("guardrails")
+    @classmethod
+    def _no_repeats(cls, names: list[str]) -> list[str]:
+        return list(dict.fromkeys(names))
+
+
+# ---------------------------------------------------------------- tools
+
+
+class NamedTool(CamelModel):
+    name: str = Field(pattern=TOOL_NAME)
+    description: str = Field(min_length=1, max_length=1000)
+
+
+class FunctionTool(NamedTool):
+    tool_type: Literal["function"]
+    func_name: str = Field(min_length=1, max_length=100)
+
+
+class StructuredOutputTool(NamedTool):
+    tool_type: Literal["structured_output"]
+    output_schema: JsonSchema
+
+    _schema = field_validator("output_schema")(_check_json_schema)
+
+
+class TaskAgentTool(NamedTool):
+    tool_type: Literal["task_agent"]
+    agent_id: UUID
+    agent_version: Literal["latest"] | Annotated[int, Field(ge=1)] = "latest"
+
+
+class McpToolConfiguration(CamelModel):
+    allowed_tools: list[str] | None = None
+
+
+class McpServerReference(CamelModel):
+    id: UUID | None = None
+    url: Annotated[str, Field(pattern=r"^https?://", max_length=2000)] | None = None
+    tool_configuration: McpToolConfiguration = McpToolConfiguration()
+
+    @model_validator(mode="after")
+    def _id_or_url(self) -> McpServerReference:
+        if (self.id is None) == (self.url is None):
+            raise ValueError("give exactly one of 'id' or 'url'")
+        return self
+
+
+class McpTool(CamelModel):
+    tool_type: Literal["mcp"]
+    mcp_server_references: list[McpServerReference] = Field(min_length=1, max_length=20)
+
+
+class RagSettings(CamelModel):
+    hxql_query: str = Field("SELECT * FROM SysContent", min_length=1, max_length=10_000)
+    limit: int = Field(50, ge=1, le=1000)
+    hybrid_search: bool = True
+    adjacent_chunk_range: int = Field(0, ge=0, le=10)
+    adjacent_chunk_merge: bool = False
+    reranker_top_n: int = Field(13, ge=1, le=100)
+    enable_hallucination_check: bool = False
+    enable_multihop_query_refinement: bool = False
+
+
+class RagTool(NamedTool):
+    tool_type: Literal["rag"]
+    func_name: Literal["semantic_search"] = "semantic_search"
+    semantic_search_config: RagSettings = RagSettings()
+
+
+Tool = Annotated[
+    FunctionTool | StructuredOutputTool | TaskAgentTool | McpTool | RagTool,
+    Field(discriminator="tool_type"),
+]
+
+
+# ---------------------------------------------------------------- agent types
+
+
+class ToolAgentConfig(BaseAgentConfig):
+    tools: list[Tool] = Field(min_length=1, max_length=50)
+    max_iterations: int = Field(10, ge=1, le=20)
+
+    @model_validator(mode="after")
+    def _tool_names(self) -> ToolAgentConfig:
+        seen: set[str] = set()
+        structured = 0
+        for index, tool in enumerate(self.tools):
+            if isinstance(tool, StructuredOutputTool):
+                structured += 1
+                if structured > 1:
+                    raise Invalid.at(("tools", index), "only one structured_output tool is allowed")
+            name = getattr(tool, "name", None)
+            if name is None:
+                continue
+            if name in seen:
+                raise Invalid.at(("tools", index, "name"), f"duplicate tool name '{name}'")
+            seen.add(name)
+        return self
+
+
+class RagAgentConfig(BaseAgentConfig, RagSettings):
+    system_prompt: str = Field(DEFAULT_RAG_PROMPT, max_length=100_000)
+
+    @field_validator("system_prompt")
+    @classmethod
+    def _has_context(cls, prompt: str) -> str:
+        if "{context_str}" not in prompt:
+            raise ValueError("the prompt must contain {context_str}, where the passages go")
+        return prompt
+
+
+_jinja = SandboxedEnvironment(autoescape=False)
+
+
+def template_variables(template: str) -> set[str]:
+    """The variables a task prompt uses; raises ValueError on a syntax error."""
+    try:
+        return meta.find_undeclared_variables(_jinja.parse(template))
+    except jinja2.TemplateSyntaxError as exc:
+        raise ValueError(f"template syntax error on line {exc.lineno}: {exc.message}") from exc
+
+
+class TaskAgentConfig(BaseAgentConfig):
+    system_prompt: str = Field(min_length=1, max_length=100_000)
+    input_schema: JsonSchema
+    output_schema: JsonSchema | None = None
+
+    _schemas = field_validator("input_schema", "output_schema")(_check_json_schema)
+
+    @field_validator("system_prompt")
+    @classmethod
+    def _template_parses(cls, prompt: str) -> str:
+        template_variables(prompt)
+        return prompt
+
+    @model_validator(mode="after")
+    def _variables_declared(self) -> TaskAgentConfig:
+        declared = set(self.input_schema.get("properties", {}))
+        missing = sorted(template_variables(self.system_prompt) - declared)
+        if missing:
+            names = ", ".join(f"'{m}'" for m in missing)
+            raise Invalid.at(("systemPrompt",), f"template variables not in inputSchema: {names}")
+        return self
+
+
+AgentConfig = ToolAgentConfig | RagAgentConfig | TaskAgentConfig
+
+CONFIG_MODELS: dict[str, type[AgentConfig]] = {
+    "tool": ToolAgentConfig,
+    "rag": RagAgentConfig,
+    "task": TaskAgentConfig,
+}
+
+
+def config_parse(agent_type: str, data: Any, *prefix: str | int) -> AgentConfig:
+    """Validate a config for `agent_type`; raises Invalid with paths under `prefix`."""
+    return parse(CONFIG_MODELS[agent_type], data, *prefix)
+
+
+def config_dump(config: AgentConfig) -> dict[str, Any]:
+    """The stored (and answered) form: camelCase keys, every default filled in."""
+    return config.model_dump(mode="json", by_alias=True, exclude_none=True)

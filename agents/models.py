@@ -1,0 +1,184 @@
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.db.models.functions import Lower
+from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
+
+NAME_PATTERN = r"^[A-Za-z0-9._-]{1,100}$"
+
+# READ, CREATE, EDIT, INVOKE, DELETE on agents. Environments carry the same codenames so a
+# grant on an environment (guardian keys permissions by content type) covers its agents.
+AGENT_SCOPE_PERMISSIONS = [
+    ("view_agent", "READ agents in this environment"),
+    ("add_agent", "CREATE agents in this environment"),
+    ("change_agent", "EDIT agents in this environment"),
+    ("invoke_agent", "INVOKE agents in this environment"),
+    ("delete_agent", "DELETE agents in this environment"),
+]
+
+
+class AgentType(models.TextChoices):
+    TOOL = "tool", "Tool agent"
+    RAG = "rag", "RAG agent"
+    TASK = "task", "Task agent"
+
+
+class Environment(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=100)
+    description = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        permissions = AGENT_SCOPE_PERMISSIONS
+        constraints = [
+            models.UniqueConstraint(Lower("name"), name="environment_name_ci_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Agent(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="agents")
+    name = models.CharField(max_length=100)
+    display_name = models.CharField(max_length=200, blank=True)
+    description = models.CharField(max_length=200, blank=True)
+    agent_type = models.CharField(max_length=10, choices=AgentType.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    modified_at = models.DateTimeField(auto_now=True)
+    modified_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Soft delete: the row (and its runs) stay for audit; the name becomes free again.
+    deleted_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        ordering = ["name"]
+        permissions = [("invoke_agent", "Can invoke agent")]
+        constraints = [
+            models.UniqueConstraint(
+                Lower("name"),
+                "environment",
+                condition=models.Q(deleted_at__isnull=True),
+                name="agent_name_ci_unique_per_environment",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(name__regex=NAME_PATTERN), name="agent_name_format"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(agent_type__in=AgentType.values), name="agent_type_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def status(self) -> str:
+        return "deleted" if self.deleted_at else "active"
+
+
+class AgentVersion(models.Model):
+    """An immutable config snapshot; a database trigger (migration 0002) refuses UPDATEs."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    version_label = models.CharField(max_length=100, blank=True)
+    notes = models.TextField(blank=True)
+    config = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["agent", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "number"], name="version_number_unique"),
+            models.UniqueConstraint(
+                fields=["agent", "version_label"],
+                condition=~models.Q(version_label=""),
+                name="version_label_unique",
+            ),
+            models.CheckConstraint(condition=models.Q(number__gte=1), name="version_number_positive"),
+        ]
+
+    def __str__(self) -> str:
+        label = f" ({self.version_label})" if self.version_label else ""
+        return f"{self.agent.name} v{self.number}{label}"
+
+
+class Provider(models.TextChoices):
+    BEDROCK = "bedrock", "AWS Bedrock"
+    OPENAI = "openai", "OpenAI-compatible"
+    LOCAL = "local", "Offline model"
+
+
+class LLMModel(models.Model):
+    """The model catalog: which `llmModelId`s a config may name and who serves them."""
+
+    id = models.CharField(primary_key=True, max_length=200)
+    name = models.CharField(max_length=200)
+    provider = models.CharField(max_length=20, choices=Provider.choices)
+    agent_types = ArrayField(models.CharField(max_length=10, choices=AgentType.choices))
+    capabilities = ArrayField(models.CharField(max_length=40), default=list, blank=True)
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["provider", "id"]
+        verbose_name = "LLM model"
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class APIClient(models.Model):
+    """A machine caller: client credentials bound to a service user and an environment."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=100)
+    client_id = models.CharField(max_length=64, unique=True, editable=False)
+    secret_hash = models.CharField(max_length=256, editable=False)
+    service_user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_client"
+    )
+    environment = models.ForeignKey(Environment, on_delete=models.CASCADE, related_name="clients")
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "API client"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.client_id})"
+
+
+# guardian: object permissions in tables with real foreign keys (indexed joins, cascades)
+# instead of its generic text-keyed table.
+class EnvironmentUserObjectPermission(UserObjectPermissionBase):
+    content_object = models.ForeignKey(Environment, on_delete=models.CASCADE)
+
+
+class EnvironmentGroupObjectPermission(GroupObjectPermissionBase):
+    content_object = models.ForeignKey(Environment, on_delete=models.CASCADE)
+
+
+class AgentUserObjectPermission(UserObjectPermissionBase):
+    content_object = models.ForeignKey(Agent, on_delete=models.CASCADE)
+
+
+class AgentGroupObjectPermission(GroupObjectPermissionBase):
+    content_object = models.ForeignKey(Agent, on_delete=models.CASCADE)

@@ -1,0 +1,174 @@
+"""Reads. Every selector takes the caller and returns only what the caller may see."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db.models import OuterRef, QuerySet, Subquery
+
+from agentbuilder.errors import Invalid, NotFound, PermissionDenied
+from agents.models import Agent, AgentVersion, Environment, LLMModel
+from agents.permissions import Action, agents_with, environments_visible
+
+DEFAULT_ENVIRONMENT = "default"
+
+
+def environment_resolve(*, user: Any, claim: str | None, header: str | None) -> Environment:
+    """The request's environment: the token's claim, else the header (name or id), else
+    `default`. Raises NotFound for an environment the caller cannot see."""
+    if claim:
+        env = Environment.objects.filter(pk=claim).first()
+        if env is None:
+            raise NotFound("The token's environment no longer exists.")
+        return env
+    if header:
+        visible = environments_visible(user)
+        env = _by_name_or_id(visible, header.strip())
+        if env is None:
+            raise NotFound(f"Environment '{header.strip()}' not found.")
+        return env
+    env = Environment.objects.filter(name=DEFAULT_ENVIRONMENT).first()
+    if env is None:
+        raise NotFound(f"Environment '{DEFAULT_ENVIRONMENT}' not found.")
+    return env
+
+
+def _by_name_or_id(envs: QuerySet[Environment], ref: str) -> Environment | None:
+    try:
+        return envs.filter(pk=uuid.UUID(ref)).first()
+    except ValueError:
+        return envs.filter(name__iexact=ref).first()
+
+
+def environment_list(*, user: Any) -> QuerySet[Environment]:
+    return environments_visible(user).order_by("name")
+
+
+def _with_current_version(agents: QuerySet[Agent]) -> QuerySet[Agent]:
+    latest = AgentVersion.objects.filter(agent=OuterRef("pk")).order_by("-number")
+    return agents.select_related("created_by", "modified_by").annotate(
+        current_version_id=Subquery(latest.values("id")[:1])
+    )
+
+
+def agent_list(
+    *, user: Any, environment: Environment, agent_type: str | None = None, name: str | None = None
+) -> QuerySet[Agent]:
+    """Agents of `environment` the caller can READ, filtered by type and name substring."""
+    agents = agents_with(user, Action.READ).filter(environment=environment)
+    if agent_type:
+        agents = agents.filter(agent_type=agent_type)
+    if name:
+        agents = agents.filter(name__icontains=name)
+    return _with_current_version(agents).order_by("name", "id")
+
+
+def agent_get(
+    *, user: Any, environment: Environment, agent_id: uuid.UUID, action: Action = Action.READ
+) -> Agent:
+    """One live agent of `environment`. Raises NotFound if the caller cannot READ it and
+    PermissionDenied if it can READ it but not perform `action`."""
+    agent = (
+        _with_current_version(agents_with(user, Action.READ))
+        .filter(environment=environment, pk=agent_id)
+        .first()
+    )
+    if agent is None:
+        raise NotFound(f"Agent '{agent_id}' not found.")
+    _require(user, agent, action)
+    return agent
+
+
+def agent_get_by_name(
+    *, user: Any, environment: Environment, name: str, action: Action = Action.READ
+) -> Agent:
+    agent = (
+        _with_current_version(agents_with(user, Action.READ))
+        .filter(environment=environment, name__iexact=name)
+        .first()
+    )
+    if agent is None:
+        raise NotFound(f"Agent '{name}' not found in environment '{environment.name}'.")
+    _require(user, agent, action)
+    return agent
+
+
+def _require(user: Any, agent: Agent, action: Action) -> None:
+    if action is not Action.READ and not agents_with(user, action).filter(pk=agent.pk).exists():
+        raise PermissionDenied(f"You do not have {action.name} permission on this agent.")
+
+
+def version_ref_parse(ref: str) -> uuid.UUID | int | None:
+    """`latest` (None), a version number or a version uuid; raises Invalid otherwise."""
+    if ref == "latest":
+        return None
+    if ref.isdigit():
+        number = int(ref)
+        if 1 <= number <= 2**31 - 1:
+            return number
+    else:
+        try:
+            return uuid.UUID(ref)
+        except ValueError:
+            pass
+    raise Invalid.at(
+        ("path", "versionId"), "must be 'latest', a version number (1, 2, …) or a version id"
+    )
+
+
+def version_get(*, agent: Agent, ref: str) -> AgentVersion:
+    """A version of `agent` by `latest`, number or uuid; raises NotFound or Invalid."""
+    parsed = version_ref_parse(ref)
+    versions = agent.versions.select_related("created_by")
+    if parsed is None:
+        version = versions.order_by("-number").first()
+    elif isinstance(parsed, int):
+        version = versions.filter(number=parsed).first()
+    else:
+        version = versions.filter(pk=parsed).first()
+    if version is None:
+        raise NotFound(f"Version '{ref}' of agent '{agent.name}' not found.")
+    return version
+
+
+def version_get_by_label(*, agent: Agent, label: str | None) -> AgentVersion:
+    if not label:
+        return version_get(agent=agent, ref="latest")
+    version = agent.versions.select_related("created_by").filter(version_label=label).first()
+    if version is None:
+        raise NotFound(f"Version labelled '{label}' of agent '{agent.name}' not found.")
+    return version
+
+
+def version_list(*, agent: Agent) -> QuerySet[AgentVersion]:
+    return (
+        agent.versions.select_related("created_by").defer("config").order_by("-number")
+    )
+
+
+def latest_versions(*, agent_ids: list[uuid.UUID]) -> dict[uuid.UUID, AgentVersion]:
+    """The latest version of each agent, in one query (DISTINCT ON)."""
+    rows = (
+        AgentVersion.objects.filter(agent_id__in=agent_ids)
+        .select_related("created_by")
+        .order_by("agent_id", "-number")
+        .distinct("agent_id")
+    )
+    return {v.agent_id: v for v in rows}
+
+
+def agents_by_ids(
+    *, user: Any, environment: Environment, agent_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, Agent]:
+    agents = _with_current_version(agents_with(user, Action.READ)).filter(
+        environment=environment, pk__in=agent_ids
+    )
+    return {a.pk: a for a in agents}
+
+
+def model_list(*, agent_type: str | None = None) -> QuerySet[LLMModel]:
+    models = LLMModel.objects.filter(enabled=True)
+    if agent_type:
+        models = models.filter(agent_types__contains=[agent_type])
+    return models.order_by("provider", "id")

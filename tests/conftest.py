@@ -1,0 +1,82 @@
+"""The cast: an admin, an owner (every permission on the default environment), a
+collaborator (READ and INVOKE on one agent), a stranger (nothing), each with a client
+that sends a real Bearer token."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from agents.models import Agent, Environment
+from agents.permissions import Action, grant
+from agents.services import agent_create
+from agents.tokens import token_encode
+from tests.factories import CONFIGS, EnvironmentFactory, UserFactory
+
+
+@pytest.fixture
+def env(db: Any) -> Environment:
+    return Environment.objects.get(name="default")
+
+
+@pytest.fixture
+def other_env(db: Any) -> Environment:
+    return EnvironmentFactory(name="other")
+
+
+@pytest.fixture
+def admin_user(db: Any) -> Any:
+    return UserFactory(username="root", is_superuser=True, is_staff=True)
+
+
+@pytest.fixture
+def owner(env: Environment) -> Any:
+    user = UserFactory(username="owner")
+    for action in Action:
+        grant(user, action, env)
+    return user
+
+
+@pytest.fixture
+def stranger(db: Any) -> Any:
+    return UserFactory(username="stranger")
+
+
+def client_for(user: Any, environment: Environment | None = None) -> APIClient:
+    token, _ = token_encode(
+        user_id=user.pk, environment_id=str(environment.pk) if environment else None
+    )
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client
+
+
+@pytest.fixture
+def as_user() -> Callable[..., APIClient]:
+    return client_for
+
+
+@pytest.fixture
+def owner_client(owner: Any) -> APIClient:
+    return client_for(owner)
+
+
+@pytest.fixture
+def make_agent(env: Environment, admin_user: Any) -> Callable[..., Agent]:
+    def make(
+        name: str = "calc", agent_type: str = "tool", environment: Environment | None = None,
+        config: dict[str, Any] | None = None,
+    ) -> Agent:
+        agent, _ = agent_create(
+            user=admin_user,
+            environment=environment or env,
+            name=name,
+            agent_type=agent_type,
+            config=config or CONFIGS[agent_type],
+        )
+        return agent
+
+    return make

@@ -1,0 +1,17 @@
+"""Test settings: the project's settings with a test-only secret and the offline model."""
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production")
+os.environ.setdefault("LLM_OFFLINE", "true")
+os.environ.setdefault("DEBUG", "false")
+
+from agentbuilder.settings import *  # noqa: E402, F403
+
+ALLOWED_HOSTS = ["testserver", "localhost", "127.0.0.1"]
+# Fast hashing: the suite creates many users and API clients.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
