@@ -148,6 +148,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {"AgentTypeEnum": ["tool", "rag", "task"]},
 }
 
 # ---------------------------------------------------------------- cache (throttling)

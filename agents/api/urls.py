@@ -10,10 +10,10 @@ urlpatterns = [
     path("agents/types", views.AgentTypeListView.as_view(), name="agent-types"),
     path("agents/lookup", views.AgentLookupView.as_view(), name="agent-lookup"),
     path("agents/versions/batch-get", views.BatchGetView.as_view(), name="version-batch-get"),
-    path("agents/<str:agent_id>", views.AgentDetailView.as_view(), name="agent-detail"),
-    path("agents/<str:agent_id>/versions", views.VersionListView.as_view(), name="version-list"),
+    path("agents/<str:agentId>", views.AgentDetailView.as_view(), name="agent-detail"),
+    path("agents/<str:agentId>/versions", views.VersionListView.as_view(), name="version-list"),
     path(
-        "agents/<str:agent_id>/versions/<str:version_id>",
+        "agents/<str:agentId>/versions/<str:versionId>",
         views.VersionDetailView.as_view(),
         name="version-detail",
     ),

@@ -92,7 +92,7 @@ def _required(value: str | None, field: str) -> str:
 
 
 class EnvironmentListView(ApiView):
-    @extend_schema(parameters=PAGE, responses={200: s.EnvironmentList}, tags=["environments"])
+    @extend_schema(operation_id="environments_list", parameters=PAGE, responses={200: s.EnvironmentList}, tags=["environments"])
     def get(self, request: Request) -> Response:
         items, pagination = paginate(
             selectors.environment_list(user=request.user), self.query(PageQuery)
@@ -105,7 +105,7 @@ class EnvironmentListView(ApiView):
 
 
 class AgentTypeListView(ApiView):
-    @extend_schema(parameters=PAGE, responses={200: s.AgentTypeList}, tags=["agents"])
+    @extend_schema(operation_id="agent_types_list", parameters=PAGE, responses={200: s.AgentTypeList}, tags=["agents"])
     def get(self, request: Request) -> Response:
         types = [s.AgentTypeOut(type=t.value, description=d) for t, d in AGENT_TYPE_DESCRIPTIONS.items()]
         items, pagination = page_of(types, self.query(PageQuery))
@@ -114,6 +114,7 @@ class AgentTypeListView(ApiView):
 
 class AgentListView(ApiView):
     @extend_schema(
+        operation_id="agents_list",
         parameters=[
             *PAGE,
             OpenApiParameter("agentType", str, enum=AgentType.values),
@@ -133,6 +134,7 @@ class AgentListView(ApiView):
         return render(s.AgentList(agents=[s.AgentOut.of(a) for a in items], pagination=pagination))
 
     @extend_schema(
+        operation_id="agents_create",
         request=s.AgentCreate, responses={201: s.AgentOut}, parameters=[ENVIRONMENT], tags=["agents"]
     )
     def post(self, request: Request) -> Response:
@@ -161,38 +163,41 @@ class AgentScopedView(ApiView):
 
 
 class AgentDetailView(AgentScopedView):
-    @extend_schema(parameters=[AGENT_ID, ENVIRONMENT], responses={200: s.AgentOut}, tags=["agents"])
-    def get(self, request: Request, agent_id: str) -> Response:
-        return render(s.AgentOut.of(self._agent(agent_id)))
+    @extend_schema(operation_id="agents_get", parameters=[AGENT_ID, ENVIRONMENT], responses={200: s.AgentOut}, tags=["agents"])
+    def get(self, request: Request, agentId: str) -> Response:
+        return render(s.AgentOut.of(self._agent(agentId)))
 
     @extend_schema(
+        operation_id="agents_update",
         parameters=[AGENT_ID, ENVIRONMENT],
         request=s.AgentPatch,
         responses={200: s.AgentOut},
         tags=["agents"],
     )
-    def patch(self, request: Request, agent_id: str) -> Response:
-        agent = self._agent(agent_id, Action.EDIT)
+    def patch(self, request: Request, agentId: str) -> Response:
+        agent = self._agent(agentId, Action.EDIT)
         body = self.body(s.AgentPatch)
         changes = body.model_dump(exclude_none=True, by_alias=False)
         services.agent_update(user=request.user, agent=agent, changes=changes)
-        return render(s.AgentOut.of(self._agent(agent_id)))
+        return render(s.AgentOut.of(self._agent(agentId)))
 
     @extend_schema(
+        operation_id="agents_delete",
         parameters=[AGENT_ID, ENVIRONMENT], responses={200: s.DeletedAgent}, tags=["agents"]
     )
-    def delete(self, request: Request, agent_id: str) -> Response:
-        agent = self._agent(agent_id, Action.DELETE)
+    def delete(self, request: Request, agentId: str) -> Response:
+        agent = self._agent(agentId, Action.DELETE)
         services.agent_delete(user=request.user, agent=agent)
         return render(s.DeletedAgent(agent_id=agent.pk))
 
 
 class VersionListView(AgentScopedView):
     @extend_schema(
+        operation_id="versions_list",
         parameters=[AGENT_ID, ENVIRONMENT, *PAGE], responses={200: s.VersionList}, tags=["versions"]
     )
-    def get(self, request: Request, agent_id: str) -> Response:
-        agent = self._agent(agent_id)
+    def get(self, request: Request, agentId: str) -> Response:
+        agent = self._agent(agentId)
         items, pagination = paginate(selectors.version_list(agent=agent), self.query(PageQuery))
         return render(
             s.VersionList(
@@ -203,36 +208,39 @@ class VersionListView(AgentScopedView):
         )
 
     @extend_schema(
+        operation_id="versions_create",
         parameters=[AGENT_ID, ENVIRONMENT],
         request=s.VersionCreate,
         responses={201: s.AgentWithVersion},
         tags=["versions"],
     )
-    def post(self, request: Request, agent_id: str) -> Response:
-        agent = self._agent(agent_id, Action.EDIT)
+    def post(self, request: Request, agentId: str) -> Response:
+        agent = self._agent(agentId, Action.EDIT)
         body = self.body(s.VersionCreate)
         version = services.version_add(
             user=request.user, agent=agent, config=body.config,
             version_label=body.version_label, notes=body.notes,
         )
-        agent = self._agent(agent_id)
+        agent = self._agent(agentId)
         return render(s.AgentWithVersion(agent=s.AgentOut.of(agent), version=s.VersionOut.of(version)), 201)
 
 
 class VersionDetailView(AgentScopedView):
     @extend_schema(
+        operation_id="versions_get",
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
         responses={200: s.AgentWithVersion},
         tags=["versions"],
     )
-    def get(self, request: Request, agent_id: str, version_id: str) -> Response:
-        agent = self._agent(agent_id)
-        version = selectors.version_get(agent=agent, ref=version_id)
+    def get(self, request: Request, agentId: str, versionId: str) -> Response:
+        agent = self._agent(agentId)
+        version = selectors.version_get(agent=agent, ref=versionId)
         return render(s.AgentWithVersion(agent=s.AgentOut.of(agent), version=s.VersionOut.of(version)))
 
 
 class AgentLookupView(ApiView):
     @extend_schema(
+        operation_id="agents_lookup",
         request=s.AgentLookup,
         responses={200: s.AgentWithVersion},
         parameters=[ENVIRONMENT],
@@ -250,6 +258,7 @@ class AgentLookupView(ApiView):
 
 class BatchGetView(ApiView):
     @extend_schema(
+        operation_id="versions_batch_get",
         request=s.BatchGet,
         responses={200: s.BatchGetOut},
         parameters=[ENVIRONMENT],
@@ -284,6 +293,7 @@ class BatchGetView(ApiView):
 
 class ModelListView(ApiView):
     @extend_schema(
+        operation_id="models_list",
         parameters=[*PAGE, OpenApiParameter("agentType", str, enum=AgentType.values)],
         responses={200: s.ModelList},
         tags=["catalog"],

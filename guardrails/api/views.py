@@ -22,6 +22,7 @@ class GuardrailList(OutputModel):
 
 class GuardrailListView(ApiView):
     @extend_schema(
+        operation_id="guardrails_list",
         parameters=[
             OpenApiParameter("offset", int),
             OpenApiParameter("limit", int),
