@@ -8,6 +8,7 @@ test workers all share one server under `./var/pgdata`, reached over its unix so
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
 from pathlib import Path
@@ -55,11 +56,12 @@ def _ensure_database(socket_dir: str, name: str) -> None:
     import psycopg
     from psycopg import sql
 
-    with psycopg.connect(host=socket_dir, user="postgres", dbname="postgres", autocommit=True) as conn:
+    with psycopg.connect(
+        host=socket_dir, user="postgres", dbname="postgres", autocommit=True
+    ) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
         if not exists:
             logger.info("creating database %s on the embedded server", name)
-            try:
+            # Another process (a second test worker) may create it first.
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase):
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-            except psycopg.errors.DuplicateDatabase:
-                pass  # another process (a second test worker) created it first

@@ -89,4 +89,3 @@ def _data_path(loc: tuple[str | int, ...], data: Any) -> tuple[str | int, ...]:
 
 def _is_tag(node: Mapping[str, Any], part: str | int) -> bool:
     return any(node.get(key) == part for key in DISCRIMINATORS)
-

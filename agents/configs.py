@@ -35,7 +35,8 @@ def _check_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
         where = "/".join(str(p) for p in exc.path)
-        raise ValueError(f"invalid JSON Schema{f' at {where}' if where else ''}: {exc.message}")
+        at = f" at {where}" if where else ""
+        raise ValueError(f"invalid JSON Schema{at}: {exc.message}") from None
     if schema.get("type") != "object":
         raise ValueError('the schema must describe an object: "type": "object"')
     return schema

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -12,7 +13,7 @@ NAME_PATTERN = r"^[A-Za-z0-9._-]{1,100}$"
 
 # READ, CREATE, EDIT, INVOKE, DELETE on agents. Environments carry the same codenames so a
 # grant on an environment (guardian keys permissions by content type) covers its agents.
-AGENT_SCOPE_PERMISSIONS = [
+AGENT_SCOPE_PERMISSIONS: list[tuple[str, str | Any]] = [
     ("view_agent", "READ agents in this environment"),
     ("add_agent", "CREATE agents in this environment"),
     ("change_agent", "EDIT agents in this environment"),
@@ -111,7 +112,9 @@ class AgentVersion(models.Model):
                 condition=~models.Q(version_label=""),
                 name="version_label_unique",
             ),
-            models.CheckConstraint(condition=models.Q(number__gte=1), name="version_number_positive"),
+            models.CheckConstraint(
+                condition=models.Q(number__gte=1), name="version_number_positive"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -142,9 +142,7 @@ def version_get_by_label(*, agent: Agent, label: str | None) -> AgentVersion:
 
 
 def version_list(*, agent: Agent) -> QuerySet[AgentVersion]:
-    return (
-        agent.versions.select_related("created_by").defer("config").order_by("-number")
-    )
+    return agent.versions.select_related("created_by").defer("config").order_by("-number")
 
 
 def latest_versions(*, agent_ids: list[uuid.UUID]) -> dict[uuid.UUID, AgentVersion]:

@@ -104,9 +104,10 @@ def _tool_errors(
                 # also makes a cycle of task_agent references impossible.
                 msg = f"agent '{target.name}' is a {target.agent_type} agent, not a task agent"
                 yield ErrorItem(("tools", index, "agentId"), msg)
-            elif tool.agent_version != "latest" and not target.versions.filter(
-                number=tool.agent_version
-            ).exists():
+            elif (
+                tool.agent_version != "latest"
+                and not target.versions.filter(number=tool.agent_version).exists()
+            ):
                 msg = f"agent '{target.name}' has no version {tool.agent_version}"
                 yield ErrorItem(("tools", index, "agentVersion"), msg)
 
@@ -163,7 +164,10 @@ def agent_create(
     if agent_type not in AgentType.values:
         raise Invalid.at(("body", "agentType"), f"must be one of {', '.join(AgentType.values)}")
     stored = config_validate(
-        user=user, environment=environment, agent_type=agent_type, data=config,
+        user=user,
+        environment=environment,
+        agent_type=agent_type,
+        data=config,
         loc=("body", "config"),
     )
     agent = Agent(
@@ -183,7 +187,11 @@ def agent_create(
             raise _duplicate(name, environment) from None
         raise
     version = AgentVersion.objects.create(
-        agent=agent, number=1, version_label=version_label, notes=notes, config=stored,
+        agent=agent,
+        number=1,
+        version_label=version_label,
+        notes=notes,
+        config=stored,
         created_by=user,
     )
     return agent, version
@@ -238,15 +246,22 @@ def version_add(
         stored = latest.config
     else:
         stored = config_validate(
-            user=user, environment=locked.environment, agent_type=locked.agent_type,
-            data=config, loc=loc,
+            user=user,
+            environment=locked.environment,
+            agent_type=locked.agent_type,
+            data=config,
+            loc=loc,
         )
     number = (locked.versions.aggregate(n=Max("number"))["n"] or 0) + 1
     try:
         with transaction.atomic():
             version = AgentVersion.objects.create(
-                agent=locked, number=number, version_label=version_label, notes=notes,
-                config=stored, created_by=user,
+                agent=locked,
+                number=number,
+                version_label=version_label,
+                notes=notes,
+                config=stored,
+                created_by=user,
             )
     except IntegrityError as exc:
         if _is_unique_violation(exc, "version_label_unique"):

@@ -15,3 +15,7 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+
+# One test database per pytest process: several runs (a developer's and an editor's, or
+# parallel sessions) can share the embedded server without dropping each other's database.
+DATABASES["default"]["TEST"] = {"NAME": f"test_agentbuilder_{os.getpid()}"}  # noqa: F405

@@ -82,7 +82,7 @@ class TokenOut(OutputModel):
     model_config = OutputModel.model_config | {"alias_generator": None}
 
     access_token: str
-    token_type: Literal["Bearer"] = "Bearer"
+    token_type: Literal["Bearer"] = "Bearer"  # noqa: S105 - a scheme name, not a secret
     expires_in: int
 
 
@@ -127,8 +127,8 @@ class AgentOut(OutputModel):
             name=agent.name,
             display_name=agent.display_name,
             description=agent.description,
-            type=agent.agent_type,  # type: ignore[arg-type]
-            status=agent.status,  # type: ignore[arg-type]
+            type=agent.agent_type,
+            status=agent.status,
             environment_id=agent.environment_id,
             current_version_id=getattr(agent, "current_version_id", None),
             created_at=agent.created_at,
@@ -219,8 +219,8 @@ class ModelOut(OutputModel):
         return cls(
             id=model.pk,
             name=model.name,
-            provider=model.provider,  # type: ignore[arg-type]
-            agent_types=model.agent_types,  # type: ignore[arg-type]
+            provider=model.provider,
+            agent_types=model.agent_types,
             capabilities=model.capabilities,
         )
 

@@ -64,7 +64,10 @@ class TokenView(ApiView):
 
     @extend_schema(
         operation_id="auth_token",
-        request={"application/json": s.TokenRequest, "application/x-www-form-urlencoded": s.TokenRequest},
+        request={
+            "application/json": s.TokenRequest,
+            "application/x-www-form-urlencoded": s.TokenRequest,
+        },
         responses={200: s.TokenOut},
         auth=[],
         tags=["auth"],
@@ -92,7 +95,12 @@ def _required(value: str | None, field: str) -> str:
 
 
 class EnvironmentListView(ApiView):
-    @extend_schema(operation_id="environments_list", parameters=PAGE, responses={200: s.EnvironmentList}, tags=["environments"])
+    @extend_schema(
+        operation_id="environments_list",
+        parameters=PAGE,
+        responses={200: s.EnvironmentList},
+        tags=["environments"],
+    )
     def get(self, request: Request) -> Response:
         items, pagination = paginate(
             selectors.environment_list(user=request.user), self.query(PageQuery)
@@ -105,9 +113,17 @@ class EnvironmentListView(ApiView):
 
 
 class AgentTypeListView(ApiView):
-    @extend_schema(operation_id="agent_types_list", parameters=PAGE, responses={200: s.AgentTypeList}, tags=["agents"])
+    @extend_schema(
+        operation_id="agent_types_list",
+        parameters=PAGE,
+        responses={200: s.AgentTypeList},
+        tags=["agents"],
+    )
     def get(self, request: Request) -> Response:
-        types = [s.AgentTypeOut(type=t.value, description=d) for t, d in AGENT_TYPE_DESCRIPTIONS.items()]
+        types = [
+            s.AgentTypeOut(type=t.value, description=d)
+            for t, d in AGENT_TYPE_DESCRIPTIONS.items()
+        ]
         items, pagination = page_of(types, self.query(PageQuery))
         return render(s.AgentTypeList(agent_types=items, pagination=pagination))
 
@@ -127,7 +143,9 @@ class AgentListView(ApiView):
     def get(self, request: Request) -> Response:
         query = self.query(s.AgentListQuery)
         agents = selectors.agent_list(
-            user=request.user, environment=self.environment, agent_type=query.agent_type,
+            user=request.user,
+            environment=self.environment,
+            agent_type=query.agent_type,
             name=query.name,
         )
         items, pagination = paginate(agents, query)
@@ -135,7 +153,10 @@ class AgentListView(ApiView):
 
     @extend_schema(
         operation_id="agents_create",
-        request=s.AgentCreate, responses={201: s.AgentOut}, parameters=[ENVIRONMENT], tags=["agents"]
+        request=s.AgentCreate,
+        responses={201: s.AgentOut},
+        parameters=[ENVIRONMENT],
+        tags=["agents"],
     )
     def post(self, request: Request) -> Response:
         body = self.body(s.AgentCreate)
@@ -150,20 +171,29 @@ class AgentListView(ApiView):
             notes=body.notes,
             config=body.config,
         )
-        fresh = selectors.agent_get(user=request.user, environment=self.environment, agent_id=agent.pk)
+        fresh = selectors.agent_get(
+            user=request.user, environment=self.environment, agent_id=agent.pk
+        )
         return render(s.AgentOut.of(fresh), status=201)
 
 
 class AgentScopedView(ApiView):
     def _agent(self, agent_id: str, action: Action = Action.READ) -> Agent:
         return selectors.agent_get(
-            user=self.request.user, environment=self.environment, agent_id=agent_uuid(agent_id),
+            user=self.request.user,
+            environment=self.environment,
+            agent_id=agent_uuid(agent_id),
             action=action,
         )
 
 
 class AgentDetailView(AgentScopedView):
-    @extend_schema(operation_id="agents_get", parameters=[AGENT_ID, ENVIRONMENT], responses={200: s.AgentOut}, tags=["agents"])
+    @extend_schema(
+        operation_id="agents_get",
+        parameters=[AGENT_ID, ENVIRONMENT],
+        responses={200: s.AgentOut},
+        tags=["agents"],
+    )
     def get(self, request: Request, agentId: str) -> Response:
         return render(s.AgentOut.of(self._agent(agentId)))
 
@@ -183,7 +213,9 @@ class AgentDetailView(AgentScopedView):
 
     @extend_schema(
         operation_id="agents_delete",
-        parameters=[AGENT_ID, ENVIRONMENT], responses={200: s.DeletedAgent}, tags=["agents"]
+        parameters=[AGENT_ID, ENVIRONMENT],
+        responses={200: s.DeletedAgent},
+        tags=["agents"],
     )
     def delete(self, request: Request, agentId: str) -> Response:
         agent = self._agent(agentId, Action.DELETE)
@@ -194,7 +226,9 @@ class AgentDetailView(AgentScopedView):
 class VersionListView(AgentScopedView):
     @extend_schema(
         operation_id="versions_list",
-        parameters=[AGENT_ID, ENVIRONMENT, *PAGE], responses={200: s.VersionList}, tags=["versions"]
+        parameters=[AGENT_ID, ENVIRONMENT, *PAGE],
+        responses={200: s.VersionList},
+        tags=["versions"],
     )
     def get(self, request: Request, agentId: str) -> Response:
         agent = self._agent(agentId)
@@ -218,11 +252,16 @@ class VersionListView(AgentScopedView):
         agent = self._agent(agentId, Action.EDIT)
         body = self.body(s.VersionCreate)
         version = services.version_add(
-            user=request.user, agent=agent, config=body.config,
-            version_label=body.version_label, notes=body.notes,
+            user=request.user,
+            agent=agent,
+            config=body.config,
+            version_label=body.version_label,
+            notes=body.notes,
         )
         agent = self._agent(agentId)
-        return render(s.AgentWithVersion(agent=s.AgentOut.of(agent), version=s.VersionOut.of(version)), 201)
+        return render(
+            s.AgentWithVersion(agent=s.AgentOut.of(agent), version=s.VersionOut.of(version)), 201
+        )
 
 
 class VersionDetailView(AgentScopedView):
@@ -235,7 +274,9 @@ class VersionDetailView(AgentScopedView):
     def get(self, request: Request, agentId: str, versionId: str) -> Response:
         agent = self._agent(agentId)
         version = selectors.version_get(agent=agent, ref=versionId)
-        return render(s.AgentWithVersion(agent=s.AgentOut.of(agent), version=s.VersionOut.of(version)))
+        return render(
+            s.AgentWithVersion(agent=s.AgentOut.of(agent), version=s.VersionOut.of(version))
+        )
 
 
 class AgentLookupView(ApiView):
@@ -253,7 +294,9 @@ class AgentLookupView(ApiView):
             user=request.user, environment=self.environment, name=body.name
         )
         version = selectors.version_get_by_label(agent=agent, label=body.version_label)
-        return render(s.AgentWithVersion(agent=s.AgentOut.of(agent), version=s.VersionOut.of(version)))
+        return render(
+            s.AgentWithVersion(agent=s.AgentOut.of(agent), version=s.VersionOut.of(version))
+        )
 
 
 class BatchGetView(ApiView):
@@ -274,16 +317,21 @@ class BatchGetView(ApiView):
             except ValueError:
                 ids[raw] = None
         valid = [i for i in ids.values() if i is not None]
-        agents = selectors.agents_by_ids(user=request.user, environment=self.environment, agent_ids=valid)
+        agents = selectors.agents_by_ids(
+            user=request.user, environment=self.environment, agent_ids=valid
+        )
         versions = selectors.latest_versions(agent_ids=list(agents))
         found, errors = [], []
         for raw, parsed in ids.items():
             if parsed is None:
-                errors.append(s.BatchError(agent_id=raw, status=400, message="not a valid agent id"))
+                errors.append(
+                    s.BatchError(agent_id=raw, status=400, message="not a valid agent id")
+                )
             elif parsed in agents and parsed in versions:
                 found.append(
                     s.AgentWithVersion(
-                        agent=s.AgentOut.of(agents[parsed]), version=s.VersionOut.of(versions[parsed])
+                        agent=s.AgentOut.of(agents[parsed]),
+                        version=s.VersionOut.of(versions[parsed]),
                     )
                 )
             else:

@@ -47,7 +47,9 @@ def seed(apps, schema_editor):
         )
     Environment = apps.get_model("agents", "Environment")
     if not Environment.objects.filter(name__iexact="default").exists():
-        Environment.objects.create(name="default", description="The environment of requests that name none.")
+        Environment.objects.create(
+            name="default", description="The environment of requests that name none."
+        )
 
 
 class Migration(migrations.Migration):

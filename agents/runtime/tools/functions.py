@@ -32,7 +32,7 @@ def function_tool(func: Callable[..., Any]) -> Callable[..., Any]:
     """Register `func` under its own name; its type hints become the parameter schema."""
     REGISTRY[func.__name__] = FunctionSpec(
         name=func.__name__,
-        description=inspect.getdoc(func).splitlines()[0] if func.__doc__ else func.__name__,
+        description=(inspect.getdoc(func) or func.__name__).splitlines()[0],
         parameters=_parameters_schema(func),
         func=func,
     )
@@ -45,7 +45,7 @@ def _parameters_schema(func: Callable[..., Any]) -> dict[str, Any]:
     for name, param in inspect.signature(func).parameters.items():
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[name] = (hints.get(name, Any), default)
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         f"{func.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
     )
     schema: dict[str, Any] = model.model_json_schema()

@@ -1,0 +1,440 @@
+"""The permission matrix of the agent routes (SPEC sections 1 and 3, DESIGN "Permissions").
+
+Every cell is generated from ROUTES × GRANTS × SITUATIONS; its expected answer comes from
+`expected_status`, one rule: an agent the caller may not READ is 404, a readable agent
+without the route's permission is 403, creating needs CREATE on the environment, and
+listings answer 200 with only what the caller may READ.
+
+The cast of each cell: `calc` (the target) and `helper` in the default environment, and
+`calc` again in `other`, the twin that must never leak into a default-environment answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pytest
+from django.contrib.auth.models import Group
+from rest_framework.test import APIClient
+
+from agents.models import Agent, AgentVersion, Environment
+from agents.permissions import Action, grant
+from tests.conftest import client_for
+from tests.factories import CALCULATOR_CONFIG, UserFactory
+
+READ, CREATE, EDIT, INVOKE, DELETE = (
+    Action.READ,
+    Action.CREATE,
+    Action.EDIT,
+    Action.INVOKE,
+    Action.DELETE,
+)
+
+
+@dataclass
+class World:
+    env: Environment
+    other_env: Environment
+    caller: Any
+    group: Group
+    calc: Agent
+    helper: Agent
+    twin: Agent
+    v1: AgentVersion
+
+    def agents(self, names: set[str]) -> set[str]:
+        return {str(getattr(self, name).pk) for name in names}
+
+    def fill(self, text: str) -> str:
+        return text.format(agent=self.calc.pk, v1=self.v1.pk)
+
+
+# A check receives the answer after its status was asserted, whether the route succeeded,
+# and the names (calc, helper) the caller may READ in the default environment.
+Check = Callable[[World, Any, bool, set[str]], None]
+
+
+def check_list(world: World, response: Any, ok: bool, visible: set[str]) -> None:
+    ids = [a["id"] for a in response.json()["agents"]]
+    assert sorted(ids) == sorted(world.agents(visible))
+    assert response.json()["pagination"]["totalItems"] == len(visible)
+
+
+def check_create(world: World, response: Any, ok: bool, visible: set[str]) -> None:
+    created = Agent.objects.filter(environment=world.env, name="fresh", deleted_at=None)
+    if not ok:
+        assert not created.exists()
+        return
+    agent = created.get()
+    assert response.json()["id"] == str(agent.pk)
+    assert agent.created_by == world.caller
+    assert list(agent.versions.values_list("number", flat=True)) == [1]
+
+
+def check_get(world: World, response: Any, ok: bool, visible: set[str]) -> None:
+    if ok:
+        assert response.json()["id"] == str(world.calc.pk)
+
+
+def check_patch(world: World, response: Any, ok: bool, visible: set[str]) -> None:
+    world.calc.refresh_from_db()
+    if ok:
+        assert response.json()["description"] == "patched"
+        assert world.calc.description == "patched"
+        assert world.calc.modified_by == world.caller
+    else:
+        assert world.calc.description == ""
+
+
+def check_delete(world: World, response: Any, ok: bool, visible: set[str]) -> None:
+    world.calc.refresh_from_db()
+    if ok:
+        assert response.json() == {"agentId": str(world.calc.pk)}
+        assert world.calc.deleted_at is not None
+    else:
+        assert world.calc.deleted_at is None
+
+
+def check_versions(world: World, response: Any, ok: bool, visible: set[str]) -> None:
+    if ok:
+        assert response.json()["agent"]["id"] == str(world.calc.pk)
+        assert [v["number"] for v in response.json()["versions"]] == [1]
+
+
+def check_version_add(world: World, response: Any, ok: bool, visible: set[str]) -> None:
+    numbers = list(world.calc.versions.order_by("number").values_list("number", flat=True))
+    if ok:
+        assert response.json()["version"]["number"] == 2
+        assert numbers == [1, 2]
+    else:
+        assert numbers == [1]
+
+
+def check_version(world: World, response: Any, ok: bool, visible: set[str]) -> None:
+    if ok:
+        assert response.json()["agent"]["id"] == str(world.calc.pk)
+        assert response.json()["version"]["id"] == str(world.v1.pk)
+
+
+def check_batch(world: World, response: Any, ok: bool, visible: set[str]) -> None:
+    body = response.json()
+    found = [item["agent"]["id"] for item in body["agents"]]
+    assert sorted(found) == sorted(world.agents(visible))
+    requested = world.agents({"calc", "helper", "twin"})
+    missing = {e["agentId"]: e["status"] for e in body["errors"]}
+    assert missing == dict.fromkeys(requested - set(found), 404)
+
+
+@dataclass(frozen=True)
+class Route:
+    label: str
+    method: Literal["get", "post", "patch", "delete"]
+    path: str
+    needs: Action
+    # agent: acts on `calc`; environment: acts on the request's environment;
+    # listing: answers with the readable subset of what was asked for.
+    scope: Literal["agent", "environment", "listing"]
+    ok: int
+    check: Check
+    body: Callable[[World], dict[str, Any]] | None = None
+
+
+ROUTES = [
+    Route("GET agents", "get", "/v1/agents", READ, "listing", 200, check_list),
+    Route(
+        "POST agents",
+        "post",
+        "/v1/agents",
+        CREATE,
+        "environment",
+        201,
+        check_create,
+        lambda w: {"name": "fresh", "agentType": "tool", "config": CALCULATOR_CONFIG},
+    ),
+    Route("GET agent", "get", "/v1/agents/{agent}", READ, "agent", 200, check_get),
+    Route(
+        "PATCH agent",
+        "patch",
+        "/v1/agents/{agent}",
+        EDIT,
+        "agent",
+        200,
+        check_patch,
+        lambda w: {"description": "patched"},
+    ),
+    Route("DELETE agent", "delete", "/v1/agents/{agent}", DELETE, "agent", 200, check_delete),
+    Route("GET versions", "get", "/v1/agents/{agent}/versions", READ, "agent", 200, check_versions),
+    Route(
+        "POST versions",
+        "post",
+        "/v1/agents/{agent}/versions",
+        EDIT,
+        "agent",
+        201,
+        check_version_add,
+        lambda w: {"notes": "copy of the latest"},
+    ),
+    Route(
+        "GET version latest",
+        "get",
+        "/v1/agents/{agent}/versions/latest",
+        READ,
+        "agent",
+        200,
+        check_version,
+    ),
+    Route(
+        "GET version number",
+        "get",
+        "/v1/agents/{agent}/versions/1",
+        READ,
+        "agent",
+        200,
+        check_version,
+    ),
+    Route(
+        "GET version uuid",
+        "get",
+        "/v1/agents/{agent}/versions/{v1}",
+        READ,
+        "agent",
+        200,
+        check_version,
+    ),
+    Route(
+        "POST lookup",
+        "post",
+        "/v1/agents/lookup",
+        READ,
+        "agent",
+        200,
+        check_version,
+        lambda w: {"name": "CALC"},
+    ),
+    Route(
+        "POST batch-get",
+        "post",
+        "/v1/agents/versions/batch-get",
+        READ,
+        "listing",
+        200,
+        check_batch,
+        lambda w: {"agentIds": sorted(w.agents({"calc", "helper", "twin"}))},
+    ),
+]
+
+# Each permission alone, and each other permission together with READ.
+GRANTS: list[tuple[Action, ...]] = [
+    *[(action,) for action in Action],
+    *[(READ, action) for action in Action if action is not READ],
+]
+
+
+@dataclass(frozen=True)
+class Situation:
+    label: str
+    holder: Literal["user", "group"]
+    # Where the grants are held: on calc, on the default environment, on `other`, nowhere.
+    on: Literal["agent", "environment", "other-environment"] | None
+
+
+SITUATIONS = [
+    Situation("on-agent", "user", "agent"),
+    Situation("on-environment", "user", "environment"),
+    Situation("group-on-environment", "group", "environment"),
+    Situation("group-on-agent", "group", "agent"),
+    Situation("not-granted", "user", None),
+    Situation("other-environment", "user", "other-environment"),
+]
+
+
+def holds(grants: tuple[Action, ...], situation: Situation, action: Action, on: str) -> bool:
+    """Whether the caller holds `action` on calc ("agent") or the default environment."""
+    if action not in grants:
+        return False
+    # A grant on the environment holds for every agent in it; one on an agent only there.
+    return situation.on == "environment" or situation.on == on == "agent"
+
+
+def readable(grants: tuple[Action, ...], situation: Situation) -> set[str]:
+    """The default-environment agents the caller may READ."""
+    if READ not in grants:
+        return set()
+    return {"agent": {"calc"}, "environment": {"calc", "helper"}}.get(situation.on or "", set())
+
+
+def expected_status(route: Route, grants: tuple[Action, ...], situation: Situation) -> int:
+    if route.scope == "listing":
+        return route.ok
+    if route.scope == "environment":
+        return route.ok if holds(grants, situation, route.needs, "environment") else 403
+    if not holds(grants, situation, READ, "agent"):
+        return 404
+    if not holds(grants, situation, route.needs, "agent"):
+        return 403
+    return route.ok
+
+
+def send(client: APIClient, route: Route, world: World, **headers: str) -> Any:
+    body = route.body(world) if route.body else None
+    call = getattr(client, route.method)
+    if body is None:
+        return call(world.fill(route.path), headers=headers)
+    return call(world.fill(route.path), body, format="json", headers=headers)
+
+
+@pytest.fixture
+def world(env: Environment, other_env: Environment, make_agent: Any) -> World:
+    calc = make_agent("calc")
+    caller = UserFactory(username="caller")
+    group = Group.objects.create(name="team")
+    caller.groups.add(group)
+    return World(
+        env=env,
+        other_env=other_env,
+        caller=caller,
+        group=group,
+        calc=calc,
+        helper=make_agent("helper", "task"),
+        twin=make_agent("calc", environment=other_env),
+        v1=calc.versions.get(number=1),
+    )
+
+
+def give(world: World, grants: tuple[Action, ...], situation: Situation) -> None:
+    if situation.on is None:
+        return
+    holder = world.group if situation.holder == "group" else world.caller
+    target = {
+        "agent": world.calc,
+        "environment": world.env,
+        "other-environment": world.other_env,
+    }[situation.on]
+    for action in grants:
+        grant(holder, action, target)
+
+
+CELLS = [
+    pytest.param(
+        route, grants, situation, id=f"{route.label}|{'+'.join(a.name for a in grants)}|{situation.label}"
+    )
+    for route, grants, situation in itertools.product(ROUTES, GRANTS, SITUATIONS)
+]
+
+
+@pytest.mark.parametrize(("route", "grants", "situation"), CELLS)
+def test_permission_matrix(
+    world: World, route: Route, grants: tuple[Action, ...], situation: Situation
+) -> None:
+    give(world, grants, situation)
+    want = expected_status(route, grants, situation)
+
+    response = send(client_for(world.caller), route, world)
+
+    assert response.status_code == want, response.json()
+    if want >= 400:
+        assert isinstance(response.json()["detail"], str)
+    route.check(world, response, want < 400, readable(grants, situation))
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.label)
+def test_superuser_may_do_everything_without_grants(
+    world: World, admin_user: Any, route: Route
+) -> None:
+    world = dataclasses.replace(world, caller=admin_user)
+
+    response = send(client_for(admin_user), route, world)
+
+    assert response.status_code == route.ok, response.json()
+    route.check(world, response, True, {"calc", "helper"})
+
+
+def test_superuser_sees_agents_of_every_environment(world: World, admin_user: Any) -> None:
+    response = client_for(admin_user).get("/v1/agents", headers={"X-Environment": "other"})
+
+    assert [a["id"] for a in response.json()["agents"]] == [str(world.twin.pk)]
+
+
+@pytest.mark.parametrize("by", ["name", "id"])
+def test_x_environment_header_reaches_agent_granted_in_that_environment(
+    world: World, by: str
+) -> None:
+    grant(world.caller, READ, world.other_env)
+    grant(world.caller, EDIT, world.other_env)
+    client = client_for(world.caller)
+    header = {"X-Environment": "other" if by == "name" else str(world.other_env.pk)}
+
+    listed = client.get("/v1/agents", headers=header)
+    fetched = client.get(f"/v1/agents/{world.twin.pk}", headers=header)
+    looked_up = client.post("/v1/agents/lookup", {"name": "calc"}, format="json", headers=header)
+    patched = client.patch(
+        f"/v1/agents/{world.twin.pk}", {"description": "twin"}, format="json", headers=header
+    )
+
+    assert [a["id"] for a in listed.json()["agents"]] == [str(world.twin.pk)]
+    assert fetched.status_code == 200
+    assert looked_up.json()["agent"]["id"] == str(world.twin.pk)
+    assert patched.status_code == 200
+    world.twin.refresh_from_db()
+    assert world.twin.description == "twin"
+    assert client.get(f"/v1/agents/{world.calc.pk}", headers=header).status_code == 404
+    assert client.get(f"/v1/agents/{world.twin.pk}").status_code == 404
+
+
+def test_x_environment_header_naming_an_unseen_environment_is_404(world: World) -> None:
+    grant(world.caller, READ, world.env)
+
+    response = client_for(world.caller).get("/v1/agents", headers={"X-Environment": "other"})
+
+    assert response.status_code == 404
+    assert isinstance(response.json()["detail"], str)
+
+
+def test_token_bound_to_an_environment_scopes_every_request_to_it(world: World) -> None:
+    for action in (READ, CREATE):
+        grant(world.caller, action, world.env)
+    grant(world.caller, READ, world.other_env)
+    client = client_for(world.caller, world.other_env)
+
+    listed = client.get("/v1/agents")
+    ignored_header = client.get("/v1/agents", headers={"X-Environment": "default"})
+    looked_up = client.post("/v1/agents/lookup", {"name": "calc"}, format="json")
+    created = client.post(
+        "/v1/agents",
+        {"name": "fresh", "agentType": "tool", "config": CALCULATOR_CONFIG},
+        format="json",
+    )
+
+    assert [a["id"] for a in listed.json()["agents"]] == [str(world.twin.pk)]
+    assert [a["id"] for a in ignored_header.json()["agents"]] == [str(world.twin.pk)]
+    assert looked_up.json()["agent"]["id"] == str(world.twin.pk)
+    assert client.get(f"/v1/agents/{world.twin.pk}").status_code == 200
+    assert client.get(f"/v1/agents/{world.calc.pk}").status_code == 404
+    assert created.status_code == 403
+    assert not Agent.objects.filter(name="fresh").exists()
+
+
+@pytest.mark.parametrize(
+    "authorization", [None, "Bearer not-a-jwt"], ids=["no-token", "bad-token"]
+)
+@pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.label)
+def test_request_without_valid_token_is_401(
+    world: World, route: Route, authorization: str | None
+) -> None:
+    client = APIClient()
+    if authorization:
+        client.credentials(HTTP_AUTHORIZATION=authorization)
+
+    response = send(client, route, world)
+
+    assert response.status_code == 401
+    assert response["Content-Type"].startswith("application/json")
+    assert isinstance(response.json()["detail"], str)
+    assert response["WWW-Authenticate"].startswith("Bearer")
+    world.calc.refresh_from_db()
+    assert world.calc.deleted_at is None
+    assert world.calc.description == ""
