@@ -18,7 +18,7 @@ M = TypeVar("M", bound=BaseModel)
 
 # Keys whose value picks the branch of a tagged union. pydantic puts the tag into the error
 # location ("tools", 0, "function", "funcName"); clients expect the plain data path.
-DISCRIMINATORS = ("toolType", "tool_type")
+DISCRIMINATORS = ("toolType", "tool_type", "type")
 
 
 class CamelModel(BaseModel):
@@ -71,11 +71,12 @@ def invalid_from(exc: ValidationError, data: Any, prefix: tuple[str | int, ...] 
 
 
 def _data_path(loc: tuple[str | int, ...], data: Any) -> tuple[str | int, ...]:
-    """Drop the union tags pydantic adds, walking the input so only real keys remain."""
+    """Drop the union tags pydantic adds (a discriminator's value, or a member's name such
+    as "literal['latest']"), walking the input so only real keys and indexes remain."""
     path: list[str | int] = []
     node = data
     for part in loc:
-        if isinstance(node, Mapping) and part not in node and _is_tag(node, part):
+        if isinstance(part, str) and _is_union_tag(node, part):
             continue
         path.append(part)
         if isinstance(node, Mapping):
@@ -87,5 +88,8 @@ def _data_path(loc: tuple[str | int, ...], data: Any) -> tuple[str | int, ...]:
     return tuple(path)
 
 
-def _is_tag(node: Mapping[str, Any], part: str | int) -> bool:
-    return any(node.get(key) == part for key in DISCRIMINATORS)
+def _is_union_tag(node: Any, part: str) -> bool:
+    if isinstance(node, Mapping):
+        return part not in node and any(node.get(key) == part for key in DISCRIMINATORS)
+    # Nothing below a list or a scalar has a string key: it names a union member.
+    return node is not None

@@ -30,7 +30,12 @@ DEFAULT_RAG_PROMPT = (
 )
 
 
-def _check_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def _check_json_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    if schema is None:
+        return None
+    dialect = schema.get("$schema")
+    if dialect is not None and not isinstance(dialect, str):
+        raise ValueError("invalid JSON Schema: $schema must be the URI of a dialect")
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
@@ -59,11 +64,6 @@ class BaseAgentConfig(CamelModel):
     guardrails: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
         default_factory=list, max_length=20
     )
-
-    @field_validator("guardrails")
-    @classmethod
-    def _no_repeats(cls, names: list[str]) -> list[str]:
-        return list(dict.fromkeys(names))
 
 
 # ---------------------------------------------------------------- tools

@@ -169,6 +169,44 @@ class APIClient(models.Model):
         return f"{self.name} ({self.client_id})"
 
 
+class RunStatus(models.TextChoices):
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+
+class Run(models.Model):
+    """One invocation of an agent version, on any protocol."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="runs")
+    version = models.ForeignKey(AgentVersion, on_delete=models.CASCADE, related_name="runs")
+    caller = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    protocol = models.CharField(max_length=30)
+    status = models.CharField(
+        max_length=20, choices=RunStatus.choices, default=RunStatus.IN_PROGRESS, db_index=True
+    )
+    response_id = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    tokens_usage = models.JSONField(default=dict, blank=True)
+    thread_id = models.CharField(max_length=100, blank=True, db_index=True)
+    messages = models.JSONField(default=list, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["agent", "-started_at"], name="run_agent_recent")]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.status})"
+
+
 # guardian: object permissions in tables with real foreign keys (indexed joins, cascades)
 # instead of its generic text-keyed table.
 class EnvironmentUserObjectPermission(UserObjectPermissionBase):

@@ -73,9 +73,10 @@ def _catalog_errors(
     elif agent_type not in model.agent_types:
         yield ErrorItem(("llmModelId",), f"model '{model.pk}' does not serve {agent_type} agents")
 
-    for name in unknown_guardrail_names(names=config.guardrails, environment_id=environment.pk):
-        index = config.guardrails.index(name)
-        yield ErrorItem(("guardrails", index), f"unknown guardrail '{name}'")
+    unknown = set(unknown_guardrail_names(names=config.guardrails, environment_id=environment.pk))
+    for index, name in enumerate(config.guardrails):
+        if name in unknown:
+            yield ErrorItem(("guardrails", index), f"unknown guardrail '{name}'")
 
     if isinstance(config, ToolAgentConfig):
         yield from _tool_errors(user, environment, config)

@@ -19,3 +19,7 @@ STORAGES = {
 # One test database per pytest process: several runs (a developer's and an editor's, or
 # parallel sessions) can share the embedded server without dropping each other's database.
 DATABASES["default"]["TEST"] = {"NAME": f"test_agentbuilder_{os.getpid()}"}  # noqa: F405
+
+# WhiteNoise scans STATIC_ROOT each time a handler is built (every test client); tests
+# never fetch static files, so leave it out.
+MIDDLEWARE = [m for m in MIDDLEWARE if "whitenoise" not in m]  # noqa: F405

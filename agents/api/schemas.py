@@ -17,7 +17,8 @@ from agents.models import NAME_PATTERN, Agent, AgentVersion, Environment, LLMMod
 # agent type is known, so errors point at the fields of that type's config.
 ConfigBody = SkipValidation[ToolAgentConfig | RagAgentConfig | TaskAgentConfig]
 
-Name = Field(pattern=NAME_PATTERN, description="Letters, digits, '-', '_', '.'; 1–100.")
+NAME_RULE = "Letters, digits, '-', '_', '.'; 1–100."
+Name = Field(pattern=NAME_PATTERN, description=NAME_RULE)
 AgentTypeName = Literal["tool", "rag", "task"]
 
 
@@ -46,7 +47,7 @@ class AgentCreate(CamelModel):
 
 
 class AgentPatch(CamelModel):
-    name: str | None = Name
+    name: str | None = Field(None, pattern=NAME_PATTERN, description=NAME_RULE)
     display_name: str | None = Field(None, max_length=200)
     description: str | None = Field(None, max_length=200)
 
@@ -121,7 +122,7 @@ class AgentOut(OutputModel):
     modified_by: str | None
 
     @classmethod
-    def of(cls, agent: Agent) -> AgentOut:
+    def of(cls, agent: Agent, current_version_id: UUID | None = None) -> AgentOut:
         return cls(
             id=agent.pk,
             name=agent.name,
@@ -130,7 +131,7 @@ class AgentOut(OutputModel):
             type=agent.agent_type,
             status=agent.status,
             environment_id=agent.environment_id,
-            current_version_id=getattr(agent, "current_version_id", None),
+            current_version_id=current_version_id or getattr(agent, "current_version_id", None),
             created_at=agent.created_at,
             created_by=_username(agent.created_by),
             modified_at=agent.modified_at,

@@ -1,6 +1,8 @@
 from django.urls import path
 
-from agents.api import views
+from agents.api import invoke, views
+
+VERSION = "agents/<str:agentId>/versions/<str:versionId>"
 
 urlpatterns = [
     path("auth/token", views.TokenView.as_view(), name="auth-token"),
@@ -16,5 +18,13 @@ urlpatterns = [
         "agents/<str:agentId>/versions/<str:versionId>",
         views.VersionDetailView.as_view(),
         name="version-detail",
+    ),
+    path(f"{VERSION}/invoke", invoke.InvokeView.as_view(), name="invoke"),
+    path(f"{VERSION}/invoke-stream", invoke.InvokeStreamView.as_view(), name="invoke-stream"),
+    path(f"{VERSION}/invoke-task", invoke.InvokeTaskView.as_view(), name="invoke-task"),
+    path(
+        f"{VERSION}/invoke-task-stream",
+        invoke.InvokeTaskStreamView.as_view(),
+        name="invoke-task-stream",
     ),
 ]

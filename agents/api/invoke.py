@@ -1,0 +1,194 @@
+"""invoke, invoke-stream, invoke-task, invoke-task-stream (SPEC section 4).
+
+Async from the request to the last byte: the database is read before the stream starts
+and written after it ends, never while the model is talking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from adrf.views import APIView as AsyncAPIView
+from django.http import StreamingHttpResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from pydantic import Field
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agentbuilder.api.views import ApiView
+from agentbuilder.db import in_db
+from agentbuilder.wire import CamelModel
+from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
+from agents.llm.base import Message
+from agents.protocols.native import NdjsonEncoder, response_body
+from agents.runs import CHAT_TYPES, TASK_TYPES, Invocation, RunRecorder, invocation_start
+from agents.runtime.engine import run
+from agents.runtime.events import Event, ResponseFailed
+
+# ---------------------------------------------------------------- bodies
+
+
+class TextPart(CamelModel):
+    type: Literal["text"]
+    text: str
+
+
+class SourcePart(CamelModel):
+    type: Literal["image", "document"]
+    name: str | None = None
+    source: dict[str, Any]
+
+
+class InputMessage(CamelModel):
+    role: Literal["system", "user", "assistant"]
+    content: str | list[Annotated[TextPart | SourcePart, Field(discriminator="type")]]
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
+
+
+class InvokeRequest(CamelModel):
+    messages: list[InputMessage] = Field(min_length=1, max_length=1000)
+    guardrails: list[str] = Field(default_factory=list, max_length=20)
+    thread_id: str | None = Field(None, max_length=100)
+    hxql_query: str | None = None
+    hybrid_search: bool | None = None
+    limit: int | None = Field(None, ge=1, le=1000)
+    reranker_top_n: int | None = Field(None, ge=1, le=100)
+    adjacent_chunk_range: int | None = Field(None, ge=0, le=10)
+    adjacent_chunk_merge: bool | None = None
+
+
+class InvokeTaskRequest(CamelModel):
+    inputs: dict[str, Any]
+    guardrails: list[str] = Field(default_factory=list, max_length=20)
+
+
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+FAILURE_STATUS = {"provider_timeout": 504}
+
+
+def _messages(body: InvokeRequest) -> tuple[Message, ...]:
+    # System messages of the request join the agent's system prompt in the runtime; here
+    # they travel as user-visible context for the model.
+    return tuple(
+        Message("assistant" if m.role == "assistant" else "user", m.text()) for m in body.messages
+    )
+
+
+class _InvokeBase(AsyncAPIView, ApiView):
+    protocol = "native"
+    route = "/invoke or /invoke-stream"
+    agent_types: tuple[str, ...] = CHAT_TYPES
+    stream = False
+
+    async def start(self, agent_id: str, version_id: str) -> Invocation:
+        kwargs = await in_db(self._start_kwargs)()
+        return await in_db(invocation_start)(
+            agent_id=agent_uuid(agent_id), version_ref=version_id, protocol=self.protocol,
+            route=self.route, agent_types=self.agent_types, **kwargs,
+        )
+
+    def _start_kwargs(self) -> dict[str, Any]:
+        common = {"user": self.request.user, "environment": self.environment}
+        if self.agent_types == TASK_TYPES:
+            task = self.body(InvokeTaskRequest)
+            return {**common, "inputs": task.inputs, "guardrails": tuple(task.guardrails)}
+        chat = self.body(InvokeRequest)
+        return {
+            **common,
+            "messages": _messages(chat),
+            "guardrails": tuple(chat.guardrails),
+            "thread_id": chat.thread_id or "",
+        }
+
+    async def answer(self, agent_id: str, version_id: str) -> Any:
+        invocation = await self.start(agent_id, version_id)
+        if self.stream:
+            return _ndjson(invocation)
+        return await _collect(invocation)
+
+
+async def _collect(invocation: Invocation) -> Response:
+    recorder = RunRecorder(invocation)
+    events: list[Event] = []
+    try:
+        async for event in run(invocation.spec, invocation.run_input,
+                               response_id=invocation.response_id):
+            recorder.observe(event)
+            events.append(event)
+    finally:
+        await asyncio.shield(in_db(recorder.save)(canceled=True))
+    headers = {"X-Run-Id": str(invocation.run_id)}
+    last = events[-1]
+    if isinstance(last, ResponseFailed):
+        status = FAILURE_STATUS.get(last.code, 502)
+        return Response({"detail": f"{last.code}: {last.message}"}, status=status, headers=headers)
+    return Response(response_body(events), headers=headers)
+
+
+def _ndjson(invocation: Invocation) -> StreamingHttpResponse:
+    async def lines() -> AsyncIterator[bytes]:
+        recorder = RunRecorder(invocation)
+        encoder = NdjsonEncoder()
+        try:
+            async for event in run(invocation.spec, invocation.run_input,
+                                   response_id=invocation.response_id):
+                recorder.observe(event)
+                line = encoder.encode(event)
+                if line is not None:
+                    yield line
+        finally:
+            # On a disconnect this runs in a cancelled task: shield the write.
+            await asyncio.shield(in_db(recorder.save)(canceled=True))
+
+    response = StreamingHttpResponse(lines(), content_type="text/plain; charset=utf-8")
+    for name, value in {**STREAM_HEADERS, "X-Run-Id": str(invocation.run_id)}.items():
+        response[name] = value
+    return response
+
+
+STREAM_DOC = OpenApiResponse(description="NDJSON lines, `text/plain; charset=utf-8`.")
+
+
+class InvokeView(_InvokeBase):
+    @extend_schema(operation_id="agents_invoke", parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
+                   request=InvokeRequest, responses={200: dict}, tags=["invoke"])
+    async def post(self, request: Request, agentId: str, versionId: str) -> Any:
+        return await self.answer(agentId, versionId)
+
+
+class InvokeStreamView(_InvokeBase):
+    stream = True
+
+    @extend_schema(operation_id="agents_invoke_stream",
+                   parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT], request=InvokeRequest,
+                   responses={200: STREAM_DOC}, tags=["invoke"])
+    async def post(self, request: Request, agentId: str, versionId: str) -> Any:
+        return await self.answer(agentId, versionId)
+
+
+class InvokeTaskView(_InvokeBase):
+    route = "/invoke-task or /invoke-task-stream"
+    agent_types = TASK_TYPES
+
+    @extend_schema(operation_id="agents_invoke_task",
+                   parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT], request=InvokeTaskRequest,
+                   responses={200: dict}, tags=["invoke"])
+    async def post(self, request: Request, agentId: str, versionId: str) -> Any:
+        return await self.answer(agentId, versionId)
+
+
+class InvokeTaskStreamView(InvokeTaskView):
+    stream = True
+
+    @extend_schema(operation_id="agents_invoke_task_stream",
+                   parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT], request=InvokeTaskRequest,
+                   responses={200: STREAM_DOC}, tags=["invoke"])
+    async def post(self, request: Request, agentId: str, versionId: str) -> Any:
+        return await self.answer(agentId, versionId)
+

@@ -1,0 +1,112 @@
+"""The provider interface: one async stream of provider events per model call.
+
+Providers translate a `ModelRequest` into their wire format and their answer back into
+these events. Tool-call arguments arrive complete (providers join the fragments), and
+usage is normalised to input/output/total tokens here, at the boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["user", "assistant", "tool"]
+
+# Task agents send their inputs as a user message that starts with this header.
+TASK_INPUTS_HEADER = "Inputs:"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON Schema of the arguments object
+
+
+@dataclass(frozen=True)
+class ToolCallPart:
+    call_id: str
+    name: str
+    arguments: str  # a JSON object as text, "{}" when the model sent nothing
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    text: str = ""
+    tool_calls: tuple[ToolCallPart, ...] = ()
+    # role "tool": which call this answers, and whether the tool failed
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    model_id: str
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    # None: the model decides; a tool name: the model must call that tool
+    force_tool: str | None = None
+    max_tokens: int = 4000
+    temperature: float = 0.0
+    max_retries: int = 10
+    timeout: float = 3600.0
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallChunk:
+    call: ToolCallPart
+
+
+@dataclass(frozen=True)
+class Finished:
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: Literal["end_turn", "tool_use", "max_tokens", "other"] = "end_turn"
+
+
+ProviderEvent = TextChunk | ToolCallChunk | Finished
+
+
+class ProviderError(Exception):
+    """A model call that failed after the provider's own retries."""
+
+    def __init__(self, message: str, *, code: str = "provider_error", timeout: bool = False):
+        super().__init__(message)
+        self.code = code
+        self.timeout = timeout
+
+
+class Provider(Protocol):
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Stream one model call; ends with exactly one Finished. Raises ProviderError."""
+        ...

@@ -1,0 +1,104 @@
+"""The native wire format (SPEC section 4): a response object, or NDJSON lines."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agents.runtime.events import (
+    Event,
+    ResponseCompleted,
+    ResponseCreated,
+    ResponseFailed,
+    TextDelta,
+    ToolCall,
+)
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+class NdjsonEncoder:
+    """One JSON object a line; every line carries the response id of the first."""
+
+    def __init__(self) -> None:
+        self.head: dict[str, Any] = {}
+
+    def encode(self, event: Event) -> bytes | None:
+        if isinstance(event, ResponseCreated):
+            self.head = {
+                "id": event.response_id,
+                "model": event.model,
+                "object": "response",
+                "createdAt": event.created_at,
+            }
+            return _dumps({"type": "response.created", "response": self.head})
+        rid = self.head.get("id")
+        if isinstance(event, TextDelta):
+            return _dumps(
+                {"type": "response.output_text.delta", "role": "assistant", "delta": event.text,
+                 "id": rid}
+            )
+        if isinstance(event, ToolCall):
+            return _dumps(
+                {"type": "response.function_call_arguments.done", "id": rid, "name": event.name,
+                 "itemId": event.call_id, "arguments": event.arguments}
+            )
+        if isinstance(event, ResponseCompleted):
+            response = {**self.head, "usage": event.usage.as_dict()}
+            if event.custom_outputs:
+                response["customOutputs"] = event.custom_outputs
+            return _dumps({"type": "response.completed", "response": response})
+        if isinstance(event, ResponseFailed):
+            response = {
+                **self.head,
+                "usage": event.usage.as_dict(),
+                "error": {"code": event.code, "message": event.message},
+            }
+            return _dumps({"type": "response.failed", "response": response})
+        return None  # tool results are not part of the native stream
+
+
+def response_body(events: list[Event]) -> dict[str, Any]:
+    """The non-streaming answer: the response object, or a structured answer's object."""
+    created = events[0]
+    assert isinstance(created, ResponseCreated)
+    done = events[-1]
+    assert isinstance(done, ResponseCompleted)
+    if done.structured is not None:
+        return done.structured
+    output: list[dict[str, Any]] = []
+    text: list[str] = []
+    for event in events:
+        if isinstance(event, TextDelta):
+            text.append(event.text)
+        elif isinstance(event, ToolCall):
+            if text:
+                output.append(_message("".join(text)))
+                text = []
+            output.append(
+                {"type": "function_call", "status": "completed", "callId": event.call_id,
+                 "name": event.name, "arguments": event.arguments}
+            )
+    output.append(_message("".join(text) or done.text))
+    body: dict[str, Any] = {
+        "object": "response",
+        "id": created.response_id,
+        "createdAt": created.created_at,
+        "model": created.model,
+        "output": output,
+        "usage": done.usage.as_dict(),
+    }
+    if done.custom_outputs:
+        body["customOutputs"] = done.custom_outputs
+    return body
+
+
+def _message(text: str) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text}],
+    }

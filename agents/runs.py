@@ -1,0 +1,233 @@
+"""Invocations: resolve what a run needs from the database, then record what happened.
+
+`invocation_start` does every read (and the run row) before the stream begins, so the
+stream itself holds no database connection; `RunRecorder.save` writes once at the end.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from agentbuilder.errors import DomainError, ErrorItem, Invalid
+from agents import selectors
+from agents.configs import TaskAgentConfig, TaskAgentTool, ToolAgentConfig, config_parse
+from agents.llm.base import Message
+from agents.llm.local import MODEL_ID as LOCAL_MODEL
+from agents.llm.registry import provider_for
+from agents.models import Agent, AgentVersion, Environment, LLMModel, Run, RunStatus
+from agents.permissions import Action
+from agents.runtime.engine import new_response_id
+from agents.runtime.events import (
+    Event,
+    ResponseCompleted,
+    ResponseFailed,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+)
+from agents.runtime.spec import AgentSpec, RunInput
+from agents.runtime.task_agent import TaskInputError, prepare_inputs
+from guardrails.selectors import unknown_guardrail_names
+
+CHAT_TYPES = ("tool", "rag")
+TASK_TYPES = ("task",)
+
+
+@dataclass
+class Invocation:
+    run_id: uuid.UUID
+    response_id: str
+    spec: AgentSpec
+    run_input: RunInput
+    started: float = field(default_factory=time.monotonic)
+
+
+def invocation_start(
+    *,
+    user: Any,
+    environment: Environment,
+    agent_id: uuid.UUID,
+    version_ref: str,
+    protocol: str,
+    route: str,
+    agent_types: tuple[str, ...],
+    messages: tuple[Message, ...] = (),
+    inputs: dict[str, Any] | None = None,
+    guardrails: tuple[str, ...] = (),
+    thread_id: str = "",
+) -> Invocation:
+    """Check the call, open its run and build the runtime spec.
+
+    Raises NotFound, PermissionDenied, DomainError (wrong agent type) or Invalid; an
+    Invalid after the run row exists carries `run_id` and leaves the run `failed`.
+    """
+    agent = selectors.agent_get(
+        user=user, environment=environment, agent_id=agent_id, action=Action.INVOKE
+    )
+    version = selectors.version_get(agent=agent, ref=version_ref)
+    if agent.agent_type not in agent_types:
+        raise DomainError(f"Agent type {agent.agent_type} not supported in {route} endpoints.")
+    response_id = new_response_id()
+    run = Run.objects.create(
+        agent=agent, version=version, caller=user, protocol=protocol, response_id=response_id,
+        thread_id=thread_id, messages=[_message_json(m) for m in messages],
+    )
+    try:
+        _check_guardrails(guardrails, environment)
+        spec = agent_spec(agent=agent, version=version)
+        if isinstance(spec.config, TaskAgentConfig):
+            inputs, _ = _task_inputs(spec.config, inputs)
+            run_input = RunInput(inputs=inputs)
+            Run.objects.filter(pk=run.pk).update(messages=[{"role": "user", "inputs": inputs}])
+        else:
+            run_input = RunInput(messages=messages)
+    except Invalid as exc:
+        _fail(run, "invalid_request", str(exc))
+        exc.run_id = run.pk  # type: ignore[attr-defined]
+        raise
+    return Invocation(run.pk, response_id, spec, run_input)
+
+
+def _check_guardrails(names: tuple[str, ...], environment: Environment) -> None:
+    unknown = unknown_guardrail_names(names=list(names), environment_id=environment.pk)
+    if unknown:
+        raise Invalid(
+            [
+                ErrorItem(("body", "guardrails", names.index(n)), f"unknown guardrail '{n}'")
+                for n in unknown
+            ]
+        )
+
+
+def _task_inputs(config: TaskAgentConfig, inputs: Any) -> tuple[dict[str, Any], str]:
+    try:
+        return prepare_inputs(config, inputs if inputs is not None else {})
+    except TaskInputError as exc:
+        raise Invalid([ErrorItem(("body", "inputs", *path), msg) for path, msg in exc.problems])
+
+
+def agent_spec(*, agent: Agent, version: AgentVersion) -> AgentSpec:
+    """Everything the runtime needs about a version, task agents behind its tools included."""
+    config = config_parse(agent.agent_type, version.config)
+    provider_name, model = _model_route(config.llm_model_id)
+    task_agents: dict[str, AgentSpec] = {}
+    if isinstance(config, ToolAgentConfig):
+        for tool in config.tools:
+            if isinstance(tool, TaskAgentTool):
+                target = _task_target(agent, tool)
+                if target is not None:
+                    task_agents[tool.name] = agent_spec(agent=target[0], version=target[1])
+    return AgentSpec(
+        agent_id=str(agent.pk),
+        agent_type=agent.agent_type,
+        config=config,
+        provider=provider_for(provider_name),
+        model=model,
+        task_agents=task_agents,
+    )
+
+
+def _model_route(model_id: str) -> tuple[str, str]:
+    """(provider, reported model) for a model id; LLM_OFFLINE sends all to the local model."""
+    if settings.LLM_OFFLINE:
+        return "local", LOCAL_MODEL
+    provider = LLMModel.objects.filter(pk=model_id).values_list("provider", flat=True).first()
+    return provider or "local", model_id
+
+
+def _task_target(agent: Agent, tool: TaskAgentTool) -> tuple[Agent, AgentVersion] | None:
+    target = Agent.objects.filter(
+        pk=tool.agent_id, environment_id=agent.environment_id, deleted_at__isnull=True,
+        agent_type="task",
+    ).first()
+    if target is None:
+        return None
+    versions = target.versions.order_by("-number")
+    if tool.agent_version != "latest":
+        versions = versions.filter(number=tool.agent_version)
+    version = versions.first()
+    return (target, version) if version is not None else None
+
+
+def _fail(run: Run, code: str, message: str) -> None:
+    Run.objects.filter(pk=run.pk).update(
+        status=RunStatus.FAILED, completed_at=timezone.now(),
+        latency_ms=0, error={"code": code, "message": message},
+    )
+
+
+def _message_json(message: Message) -> dict[str, Any]:
+    return {"role": message.role, "content": message.text}
+
+
+class RunRecorder:
+    """Follows a run's events in memory; `save` writes the run record once, at the end."""
+
+    def __init__(self, invocation: Invocation) -> None:
+        self.invocation = invocation
+        self.turn: list[dict[str, Any]] = []
+        self.text: list[str] = []
+        self.status = RunStatus.IN_PROGRESS
+        self.usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+        self.output: Any = None
+        self.error: dict[str, str] | None = None
+
+    def observe(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            self.text.append(event.text)
+        elif isinstance(event, ToolCall):
+            # Calls of one model step join the assistant message that carries its text.
+            if self.text or not self.turn or self.turn[-1]["role"] != "assistant":
+                self.turn.append({"role": "assistant", "content": "".join(self.text)})
+                self.text = []
+            self.turn[-1].setdefault("tool_calls", []).append(
+                {"id": event.call_id, "type": "function",
+                 "function": {"name": event.name, "arguments": event.arguments}}
+            )
+        elif isinstance(event, ToolResult):
+            self.turn.append(
+                {"role": "tool", "tool_call_id": event.call_id, "name": event.name,
+                 "content": event.content}
+            )
+        elif isinstance(event, ResponseCompleted):
+            self._flush_text()
+            self.status = RunStatus.COMPLETED
+            self.usage = event.usage.as_dict()
+            self.output = event.structured if event.structured is not None else event.text
+            if event.custom_outputs:
+                self.output = {"answer": self.output, "customOutputs": event.custom_outputs}
+        elif isinstance(event, ResponseFailed):
+            self._flush_text()
+            self.status = RunStatus.FAILED
+            self.usage = event.usage.as_dict()
+            self.error = {"code": event.code, "message": event.message}
+
+    def _flush_text(self) -> None:
+        if self.text:
+            self.turn.append({"role": "assistant", "content": "".join(self.text)})
+            self.text = []
+
+    def save(self, *, canceled: bool = False) -> None:
+        if canceled and self.status == RunStatus.IN_PROGRESS:
+            self.status = RunStatus.CANCELED
+            self._flush_text()
+        elif self.status == RunStatus.IN_PROGRESS:
+            self.status = RunStatus.FAILED
+            self.error = {"code": "interrupted", "message": "the run ended without an answer"}
+        elapsed = int((time.monotonic() - self.invocation.started) * 1000)
+        run = Run.objects.only("messages").get(pk=self.invocation.run_id)
+        Run.objects.filter(pk=self.invocation.run_id).update(
+            status=self.status,
+            completed_at=timezone.now(),
+            latency_ms=elapsed,
+            tokens_usage=self.usage,
+            messages=[*run.messages, *self.turn],
+            output=self.output,
+            error=self.error,
+        )

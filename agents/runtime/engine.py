@@ -1,0 +1,51 @@
+"""`run(spec, input)`: one invocation as an async stream of events.
+
+The service resolves everything from the database first (config, provider, task agents)
+and records the run from these events afterwards; nothing here touches the ORM, so a
+stream holds no database connection.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from agents.llm.base import ProviderError
+from agents.runtime.events import Event, ResponseCreated, ResponseFailed
+from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
+from agents.runtime.task_agent import run_task_agent
+from agents.runtime.tool_agent import run_tool_agent
+
+Flow = Callable[[AgentSpec, RunInput, Meter, int], AsyncIterator[Event]]
+
+FLOWS: dict[str, Flow] = {"tool": run_tool_agent, "task": run_task_agent}
+
+
+def new_response_id() -> str:
+    return f"resp_{uuid.uuid4().hex}"
+
+
+async def run(
+    spec: AgentSpec, run_input: RunInput, *, response_id: str | None = None, meter: Meter | None = None
+) -> AsyncIterator[Event]:
+    """Stream a run: ResponseCreated, deltas, tool calls and results, then exactly one of
+    ResponseCompleted or ResponseFailed."""
+    meter = meter or Meter()
+    yield ResponseCreated(response_id or new_response_id(), spec.model, int(time.time()))
+    flow = FLOWS.get(spec.agent_type)
+    if flow is None:
+        yield ResponseFailed("unsupported", f"{spec.agent_type} agents cannot run yet", meter.usage)
+        return
+    try:
+        async for event in flow(spec, run_input, meter, 0):
+            yield event
+    except RunFailure as exc:
+        yield ResponseFailed(exc.code, exc.message, meter.usage)
+    except ProviderError as exc:
+        yield ResponseFailed(exc.code, str(exc), meter.usage)
+
+
+def describe(event: Any) -> str:  # pragma: no cover - a debugging aid
+    return f"{type(event).__name__}({event})"

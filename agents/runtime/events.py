@@ -1,0 +1,58 @@
+"""The closed set of events a run produces; every wire protocol encodes these.
+
+Every stream starts with ResponseCreated and ends with exactly one of ResponseCompleted
+or ResponseFailed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.llm.base import Usage
+
+
+@dataclass(frozen=True)
+class ResponseCreated:
+    response_id: str
+    model: str
+    created_at: int  # epoch seconds
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    call_id: str
+    name: str
+    arguments: str  # complete JSON object text
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class ResponseCompleted:
+    usage: Usage
+    text: str = ""
+    # A structured answer (structured output, task output schema) replaces the text.
+    structured: dict[str, Any] | None = None
+    custom_outputs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResponseFailed:
+    code: str
+    message: str
+    usage: Usage = field(default_factory=Usage)
+
+
+Event = ResponseCreated | TextDelta | ToolCall | ToolResult | ResponseCompleted | ResponseFailed

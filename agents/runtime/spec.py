@@ -1,0 +1,48 @@
+"""What a run needs, handed in by the service: no ORM below this line."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.configs import AgentConfig
+from agents.llm.base import Message, Provider, Usage
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    agent_id: str
+    agent_type: str
+    config: AgentConfig
+    provider: Provider
+    model: str  # the model id reported to clients (the offline model says so)
+    # task_agent tools: the resolved task agent behind each tool name
+    task_agents: Mapping[str, AgentSpec] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunInput:
+    messages: tuple[Message, ...] = ()
+    inputs: Mapping[str, Any] | None = None  # task agents: validated, defaults filled
+
+
+class RunFailure(Exception):
+    """Ends a run as failed with a code the client sees (max_iterations, …)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class Meter:
+    """Token usage of every model call of a run, nested task agents included."""
+
+    usage: Usage = field(default_factory=Usage)
+    model_calls: int = 0
+
+    def add(self, usage: Usage) -> None:
+        self.usage = self.usage + usage
+        self.model_calls += 1

@@ -1,0 +1,170 @@
+"""Task agents: validated inputs ▸ a sandboxed Jinja2 prompt ▸ one answer, schema-checked."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import jinja2
+import jsonschema
+from jinja2.sandbox import SandboxedEnvironment
+
+from agents.configs import TaskAgentConfig
+from agents.llm.base import TASK_INPUTS_HEADER, Message, ModelRequest, ToolSpec
+from agents.runtime.events import Event, ResponseCompleted
+from agents.runtime.model_step import StepResult, model_step
+from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
+from agents.runtime.tools.base import ToolFailure, schema_problems
+
+OUTPUT_TOOL = "task_output"
+
+
+class TaskInputError(Exception):
+    """Inputs a task agent cannot run with; each problem is (path, message)."""
+
+    def __init__(self, problems: list[tuple[tuple[str | int, ...], str]]) -> None:
+        super().__init__("; ".join(m for _, m in problems))
+        self.problems = problems
+
+
+def _as_text(value: Any) -> Any:
+    if isinstance(value, str | jinja2.Undefined):
+        return value  # an Undefined raises when printed: a missing variable is an error
+    return json.dumps(value, ensure_ascii=False)
+
+
+_jinja = SandboxedEnvironment(
+    undefined=jinja2.StrictUndefined, autoescape=False, finalize=_as_text, keep_trailing_newline=True
+)
+
+
+def prepare_inputs(config: TaskAgentConfig, inputs: Any) -> tuple[dict[str, Any], str]:
+    """Validated inputs with schema defaults filled, and the rendered prompt.
+
+    Raises TaskInputError listing every violation with its path.
+    """
+    if not isinstance(inputs, dict):
+        raise TaskInputError([((), "inputs must be a JSON object")])
+    filled = fill_defaults(config.input_schema, copy.deepcopy(inputs))
+    validator = _validator(config.input_schema)
+    problems = [
+        (tuple(e.absolute_path), e.message)
+        for e in sorted(validator.iter_errors(filled), key=lambda e: list(e.absolute_path))
+    ]
+    if problems:
+        raise TaskInputError(problems)
+    try:
+        prompt = _jinja.from_string(config.system_prompt).render(**filled)
+    except jinja2.UndefinedError as exc:
+        raise TaskInputError([((), f"template variable missing: {exc.message}")]) from None
+    except jinja2.TemplateError as exc:
+        raise TaskInputError([((), f"the prompt template failed: {exc}")]) from None
+    return filled, prompt
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    return jsonschema.validators.validator_for(schema)(schema)
+
+
+def fill_defaults(schema: Mapping[str, Any], value: Any) -> Any:
+    """Fill `default`s of object properties, recursively, without overwriting given values."""
+    if not isinstance(value, dict):
+        return value
+    for name, prop in schema.get("properties", {}).items():
+        if not isinstance(prop, Mapping):
+            continue
+        if name not in value and "default" in prop:
+            value[name] = copy.deepcopy(prop["default"])
+        if name in value:
+            value[name] = fill_defaults(prop, value[name])
+    return value
+
+
+async def run_task_agent(
+    spec: AgentSpec, run_input: RunInput, meter: Meter, depth: int
+) -> AsyncIterator[Event]:
+    config = spec.config
+    assert isinstance(config, TaskAgentConfig)
+    inputs, prompt = prepare_inputs(config, dict(run_input.inputs or {}))
+    messages = [_inputs_message(inputs)]
+    if config.output_schema is None:
+        step = StepResult()
+        async for delta in model_step(spec.provider, _request(config, prompt, messages), meter, step,
+                                      stream=True):
+            yield delta
+        yield ResponseCompleted(usage=meter.usage, text=step.text)
+        return
+    value = await _structured(spec.provider, config, prompt, messages, meter)
+    yield ResponseCompleted(usage=meter.usage, structured=value)
+
+
+async def run_task_nested(
+    spec: AgentSpec, arguments: dict[str, Any], meter: Meter, depth: int
+) -> str | dict[str, Any]:
+    """A task agent called as a tool: its answer, or ToolFailure saying why not."""
+    try:
+        events = [e async for e in run_task_agent(spec, RunInput(inputs=arguments), meter, depth)]
+    except TaskInputError as exc:
+        raise ToolFailure("invalid inputs: " + "; ".join(m for _, m in exc.problems)) from None
+    except RunFailure as exc:
+        raise ToolFailure(exc.message) from None
+    done = events[-1]
+    assert isinstance(done, ResponseCompleted)
+    return done.structured if done.structured is not None else done.text
+
+
+def _inputs_message(inputs: dict[str, Any]) -> Message:
+    text = json.dumps(inputs, indent=2, ensure_ascii=False)
+    return Message("user", f"{TASK_INPUTS_HEADER}\n{text}")
+
+
+def _request(
+    config: TaskAgentConfig, prompt: str, messages: list[Message], tools: tuple[ToolSpec, ...] = ()
+) -> ModelRequest:
+    inference = config.inference_config
+    return ModelRequest(
+        model_id=config.llm_model_id,
+        system=prompt,
+        messages=tuple(messages),
+        tools=tools,
+        force_tool=tools[0].name if tools else None,
+        max_tokens=inference.max_tokens,
+        temperature=inference.temperature,
+        max_retries=inference.max_retries,
+        timeout=inference.timeout,
+    )
+
+
+async def _structured(
+    provider: Any, config: TaskAgentConfig, prompt: str, messages: list[Message], meter: Meter
+) -> dict[str, Any]:
+    assert config.output_schema is not None
+    tool = ToolSpec(OUTPUT_TOOL, "Give the answer as an object matching the schema.",
+                    config.output_schema)
+    for _attempt in range(config.inference_config.max_retries + 1):
+        step = StepResult()
+        async for _ in model_step(provider, _request(config, prompt, messages, (tool,)), meter,
+                                  step, stream=False):
+            pass
+        call = next((c for c in step.tool_calls if c.name == OUTPUT_TOOL), None)
+        if call is None:
+            problem = "answer with the task_output tool"
+        else:
+            try:
+                value = json.loads(call.arguments)
+            except json.JSONDecodeError as exc:
+                value, problem = None, f"not valid JSON: {exc.msg}"
+            else:
+                problems = schema_problems(value, config.output_schema)
+                if not problems:
+                    return value  # type: ignore[no-any-return]
+                problem = "; ".join(problems)
+        messages = [*messages, Message("assistant", step.text, tuple(step.tool_calls))]
+        if call is not None:
+            messages.append(Message("tool", problem, tool_call_id=call.call_id, name=OUTPUT_TOOL,
+                                    is_error=True))
+        else:
+            messages.append(Message("user", problem))
+    raise RunFailure("output_invalid", "the model's answer did not match the output schema")

@@ -1,0 +1,60 @@
+"""Turn a tool agent's config into the Tools its loop can call."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agents.configs import (
+    FunctionTool,
+    StructuredOutputTool,
+    TaskAgentConfig,
+    TaskAgentTool,
+    ToolAgentConfig,
+)
+from agents.llm.base import ToolSpec
+from agents.runtime.spec import AgentSpec, Meter
+from agents.runtime.tools.base import Outcome, Tool, ToolFailure, function_tool
+from agents.runtime.tools.functions import REGISTRY
+
+MAX_DEPTH = 3
+
+
+def build_tools(spec: AgentSpec, meter: Meter, depth: int) -> dict[str, Tool]:
+    config = spec.config
+    assert isinstance(config, ToolAgentConfig)
+    tools: dict[str, Tool] = {}
+    for entry in config.tools:
+        if isinstance(entry, FunctionTool):
+            func = REGISTRY[entry.func_name]
+            tool_spec = ToolSpec(entry.name, entry.description, func.parameters)
+            tools[entry.name] = function_tool(tool_spec, func.func)
+        elif isinstance(entry, StructuredOutputTool):
+            tools[entry.name] = Tool(
+                ToolSpec(entry.name, entry.description, entry.output_schema), _never_called
+            )
+        elif isinstance(entry, TaskAgentTool):
+            target = spec.task_agents[entry.name]
+            tools[entry.name] = _task_agent_tool(entry, target, meter, depth)
+    return tools
+
+
+async def _never_called(arguments: dict[str, Any]) -> Outcome:  # pragma: no cover
+    raise ToolFailure("structured_output is answered by the loop itself")
+
+
+def _task_agent_tool(entry: TaskAgentTool, target: AgentSpec, meter: Meter, depth: int) -> Tool:
+    assert isinstance(target.config, TaskAgentConfig)
+    parameters = target.config.input_schema
+
+    async def call(arguments: dict[str, Any]) -> Outcome:
+        # Imported here: the task flow and this registry refer to each other.
+        from agents.runtime.task_agent import run_task_nested
+
+        if depth + 1 > MAX_DEPTH:
+            raise ToolFailure(f"agents may nest at most {MAX_DEPTH} deep")
+        answer = await run_task_nested(target, arguments, meter, depth + 1)
+        text = answer if isinstance(answer, str) else json.dumps(answer)
+        return Outcome(text, value=answer)
+
+    return Tool(ToolSpec(entry.name, entry.description, parameters), call)
