@@ -75,8 +75,13 @@ def invocation_start(
         raise DomainError(f"Agent type {agent.agent_type} not supported in {route} endpoints.")
     response_id = new_response_id()
     run = Run.objects.create(
-        agent=agent, version=version, caller=user, protocol=protocol, response_id=response_id,
-        thread_id=thread_id, messages=[_message_json(m) for m in messages],
+        agent=agent,
+        version=version,
+        caller=user,
+        protocol=protocol,
+        response_id=response_id,
+        thread_id=thread_id,
+        messages=[_message_json(m) for m in messages],
     )
     try:
         _check_guardrails(guardrails, environment)
@@ -109,7 +114,8 @@ def _task_inputs(config: TaskAgentConfig, inputs: Any) -> tuple[dict[str, Any], 
     try:
         return prepare_inputs(config, inputs if inputs is not None else {})
     except TaskInputError as exc:
-        raise Invalid([ErrorItem(("body", "inputs", *path), msg) for path, msg in exc.problems])
+        items = [ErrorItem(("body", "inputs", *path), msg) for path, msg in exc.problems]
+        raise Invalid(items) from None
 
 
 def agent_spec(*, agent: Agent, version: AgentVersion) -> AgentSpec:
@@ -143,7 +149,9 @@ def _model_route(model_id: str) -> tuple[str, str]:
 
 def _task_target(agent: Agent, tool: TaskAgentTool) -> tuple[Agent, AgentVersion] | None:
     target = Agent.objects.filter(
-        pk=tool.agent_id, environment_id=agent.environment_id, deleted_at__isnull=True,
+        pk=tool.agent_id,
+        environment_id=agent.environment_id,
+        deleted_at__isnull=True,
         agent_type="task",
     ).first()
     if target is None:
@@ -157,8 +165,10 @@ def _task_target(agent: Agent, tool: TaskAgentTool) -> tuple[Agent, AgentVersion
 
 def _fail(run: Run, code: str, message: str) -> None:
     Run.objects.filter(pk=run.pk).update(
-        status=RunStatus.FAILED, completed_at=timezone.now(),
-        latency_ms=0, error={"code": code, "message": message},
+        status=RunStatus.FAILED,
+        completed_at=timezone.now(),
+        latency_ms=0,
+        error={"code": code, "message": message},
     )
 
 
@@ -187,13 +197,20 @@ class RunRecorder:
                 self.turn.append({"role": "assistant", "content": "".join(self.text)})
                 self.text = []
             self.turn[-1].setdefault("tool_calls", []).append(
-                {"id": event.call_id, "type": "function",
-                 "function": {"name": event.name, "arguments": event.arguments}}
+                {
+                    "id": event.call_id,
+                    "type": "function",
+                    "function": {"name": event.name, "arguments": event.arguments},
+                }
             )
         elif isinstance(event, ToolResult):
             self.turn.append(
-                {"role": "tool", "tool_call_id": event.call_id, "name": event.name,
-                 "content": event.content}
+                {
+                    "role": "tool",
+                    "tool_call_id": event.call_id,
+                    "name": event.name,
+                    "content": event.content,
+                }
             )
         elif isinstance(event, ResponseCompleted):
             self._flush_text()

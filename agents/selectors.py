@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from agentbuilder.errors import Invalid, NotFound, PermissionDenied
-from agents.models import Agent, AgentVersion, Environment, LLMModel
+from agents.models import Agent, AgentVersion, Environment, LLMModel, Run
 from agents.permissions import Action, agents_with, environments_visible
 
 DEFAULT_ENVIRONMENT = "default"
@@ -170,3 +170,31 @@ def model_list(*, agent_type: str | None = None) -> QuerySet[LLMModel]:
     if agent_type:
         models = models.filter(agent_types__contains=[agent_type])
     return models.order_by("provider", "id")
+
+
+def run_list(
+    *,
+    user: Any,
+    environment: Environment,
+    agent_id: uuid.UUID | None = None,
+    status: str | None = None,
+    thread_id: str | None = None,
+) -> QuerySet[Run]:
+    """Runs of the agents of `environment` the caller can READ, newest first."""
+    runs = Run.objects.filter(
+        agent__in=agents_with(user, Action.READ).filter(environment=environment).values("pk")
+    )
+    if agent_id:
+        runs = runs.filter(agent_id=agent_id)
+    if status:
+        runs = runs.filter(status=status)
+    if thread_id:
+        runs = runs.filter(thread_id=thread_id)
+    return runs.order_by("-started_at", "-id")
+
+
+def run_get(*, user: Any, environment: Environment, run_id: uuid.UUID) -> Run:
+    run = run_list(user=user, environment=environment).filter(pk=run_id).first()
+    if run is None:
+        raise NotFound(f"Run '{run_id}' not found.")
+    return run

@@ -89,8 +89,12 @@ class _InvokeBase(AsyncAPIView, ApiView):
     async def start(self, agent_id: str, version_id: str) -> Invocation:
         kwargs = await in_db(self._start_kwargs)()
         return await in_db(invocation_start)(
-            agent_id=agent_uuid(agent_id), version_ref=version_id, protocol=self.protocol,
-            route=self.route, agent_types=self.agent_types, **kwargs,
+            agent_id=agent_uuid(agent_id),
+            version_ref=version_id,
+            protocol=self.protocol,
+            route=self.route,
+            agent_types=self.agent_types,
+            **kwargs,
         )
 
     def _start_kwargs(self) -> dict[str, Any]:
@@ -117,8 +121,9 @@ async def _collect(invocation: Invocation) -> Response:
     recorder = RunRecorder(invocation)
     events: list[Event] = []
     try:
-        async for event in run(invocation.spec, invocation.run_input,
-                               response_id=invocation.response_id):
+        async for event in run(
+            invocation.spec, invocation.run_input, response_id=invocation.response_id
+        ):
             recorder.observe(event)
             events.append(event)
     finally:
@@ -136,8 +141,9 @@ def _ndjson(invocation: Invocation) -> StreamingHttpResponse:
         recorder = RunRecorder(invocation)
         encoder = NdjsonEncoder()
         try:
-            async for event in run(invocation.spec, invocation.run_input,
-                                   response_id=invocation.response_id):
+            async for event in run(
+                invocation.spec, invocation.run_input, response_id=invocation.response_id
+            ):
                 recorder.observe(event)
                 line = encoder.encode(event)
                 if line is not None:
@@ -156,8 +162,13 @@ STREAM_DOC = OpenApiResponse(description="NDJSON lines, `text/plain; charset=utf
 
 
 class InvokeView(_InvokeBase):
-    @extend_schema(operation_id="agents_invoke", parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
-                   request=InvokeRequest, responses={200: dict}, tags=["invoke"])
+    @extend_schema(
+        operation_id="agents_invoke",
+        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
+        request=InvokeRequest,
+        responses={200: dict},
+        tags=["invoke"],
+    )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:
         return await self.answer(agentId, versionId)
 
@@ -165,9 +176,13 @@ class InvokeView(_InvokeBase):
 class InvokeStreamView(_InvokeBase):
     stream = True
 
-    @extend_schema(operation_id="agents_invoke_stream",
-                   parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT], request=InvokeRequest,
-                   responses={200: STREAM_DOC}, tags=["invoke"])
+    @extend_schema(
+        operation_id="agents_invoke_stream",
+        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
+        request=InvokeRequest,
+        responses={200: STREAM_DOC},
+        tags=["invoke"],
+    )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:
         return await self.answer(agentId, versionId)
 
@@ -176,9 +191,13 @@ class InvokeTaskView(_InvokeBase):
     route = "/invoke-task or /invoke-task-stream"
     agent_types = TASK_TYPES
 
-    @extend_schema(operation_id="agents_invoke_task",
-                   parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT], request=InvokeTaskRequest,
-                   responses={200: dict}, tags=["invoke"])
+    @extend_schema(
+        operation_id="agents_invoke_task",
+        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
+        request=InvokeTaskRequest,
+        responses={200: dict},
+        tags=["invoke"],
+    )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:
         return await self.answer(agentId, versionId)
 
@@ -186,9 +205,12 @@ class InvokeTaskView(_InvokeBase):
 class InvokeTaskStreamView(InvokeTaskView):
     stream = True
 
-    @extend_schema(operation_id="agents_invoke_task_stream",
-                   parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT], request=InvokeTaskRequest,
-                   responses={200: STREAM_DOC}, tags=["invoke"])
+    @extend_schema(
+        operation_id="agents_invoke_task_stream",
+        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
+        request=InvokeTaskRequest,
+        responses={200: STREAM_DOC},
+        tags=["invoke"],
+    )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:
         return await self.answer(agentId, versionId)
-

@@ -11,7 +11,7 @@ from pydantic import Field, SkipValidation
 from agentbuilder.api.pagination import PageQuery, Pagination
 from agentbuilder.wire import CamelModel, OutputModel
 from agents.configs import RagAgentConfig, TaskAgentConfig, ToolAgentConfig
-from agents.models import NAME_PATTERN, Agent, AgentVersion, Environment, LLMModel
+from agents.models import NAME_PATTERN, Agent, AgentVersion, Environment, LLMModel, Run
 
 # Documented as the union of the three config models; validated by the service once the
 # agent type is known, so errors point at the fields of that type's config.
@@ -228,4 +228,57 @@ class ModelOut(OutputModel):
 
 class ModelList(OutputModel):
     models: list[ModelOut]
+    pagination: Pagination
+
+
+class RunListQuery(PageQuery):
+    agent_id: UUID | None = None
+    status: Literal["in_progress", "completed", "failed", "canceled"] | None = None
+    thread_id: str | None = Field(None, max_length=100)
+
+
+class TokensUsage(OutputModel):
+    model_config = OutputModel.model_config | {"alias_generator": None}
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+
+class RunOut(OutputModel):
+    id: UUID
+    agent_id: UUID
+    version_id: UUID
+    protocol: str
+    status: Literal["in_progress", "completed", "failed", "canceled"]
+    started_at: datetime
+    completed_at: datetime | None
+    latency_ms: int | None
+    tokens_usage: TokensUsage
+    thread_id: str | None
+    messages: list[dict[str, Any]]
+    output: Any
+    error: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, run: Run) -> RunOut:
+        return cls(
+            id=run.pk,
+            agent_id=run.agent_id,
+            version_id=run.version_id,
+            protocol=run.protocol,
+            status=run.status,
+            started_at=run.started_at,
+            completed_at=run.completed_at,
+            latency_ms=run.latency_ms,
+            tokens_usage=TokensUsage(**run.tokens_usage),
+            thread_id=run.thread_id or None,
+            messages=run.messages,
+            output=run.output,
+            error=run.error,
+        )
+
+
+class RunList(OutputModel):
+    runs: list[RunOut]
     pagination: Pagination

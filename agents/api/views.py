@@ -121,8 +121,7 @@ class AgentTypeListView(ApiView):
     )
     def get(self, request: Request) -> Response:
         types = [
-            s.AgentTypeOut(type=t.value, description=d)
-            for t, d in AGENT_TYPE_DESCRIPTIONS.items()
+            s.AgentTypeOut(type=t.value, description=d) for t, d in AGENT_TYPE_DESCRIPTIONS.items()
         ]
         items, pagination = page_of(types, self.query(PageQuery))
         return render(s.AgentTypeList(agent_types=items, pagination=pagination))
@@ -348,3 +347,47 @@ class ModelListView(ApiView):
         query = self.query(s.ModelListQuery)
         items, pagination = paginate(selectors.model_list(agent_type=query.agent_type), query)
         return render(s.ModelList(models=[s.ModelOut.of(m) for m in items], pagination=pagination))
+
+
+class RunListView(ApiView):
+    @extend_schema(
+        operation_id="runs_list",
+        parameters=[
+            *PAGE,
+            OpenApiParameter("agentId", str),
+            OpenApiParameter(
+                "status", str, enum=["in_progress", "completed", "failed", "canceled"]
+            ),
+            OpenApiParameter("threadId", str),
+            ENVIRONMENT,
+        ],
+        responses={200: s.RunList},
+        tags=["runs"],
+    )
+    def get(self, request: Request) -> Response:
+        query = self.query(s.RunListQuery)
+        runs = selectors.run_list(
+            user=request.user,
+            environment=self.environment,
+            agent_id=query.agent_id,
+            status=query.status,
+            thread_id=query.thread_id,
+        )
+        items, pagination = paginate(runs, query)
+        return render(s.RunList(runs=[s.RunOut.of(r) for r in items], pagination=pagination))
+
+
+class RunDetailView(ApiView):
+    @extend_schema(
+        operation_id="runs_get",
+        parameters=[OpenApiParameter("runId", str, OpenApiParameter.PATH), ENVIRONMENT],
+        responses={200: s.RunOut},
+        tags=["runs"],
+    )
+    def get(self, request: Request, runId: str) -> Response:
+        try:
+            run_id = uuid.UUID(runId)
+        except ValueError:
+            raise Invalid.at(("path", "runId"), "must be a run id (a uuid)") from None
+        run = selectors.run_get(user=request.user, environment=self.environment, run_id=run_id)
+        return render(s.RunOut.of(run))

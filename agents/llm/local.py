@@ -45,8 +45,8 @@ _OPERATOR = re.compile(r"(?<=\d)\s*([×x*+−/-])\s*(?=-?\d)|(?<=\s)([×*+−/])
 _WORD = re.compile(r"[a-z]+")
 _QUOTED = re.compile(r"\"([^\"]+)\"|'([^']+)'|“([^”]+)”")
 _STOP = frozenset(
-    "a an the is are was of to in on for and or with what whats how me my you your it this "
-    "that please can could would i be by as at from do does".split()
+    """a an the is are was of to in on for and or with what whats how me my you your it this
+    that please can could would i be by as at from do does""".split()  # noqa: SIM905
 )
 
 

@@ -82,9 +82,14 @@ def _string(hint: str, text: str) -> str | None:
 
 
 def _plain(prop: dict[str, Any]) -> Any:
-    return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}.get(
-        prop.get("type", "string"), ""
-    )
+    return {
+        "string": "",
+        "integer": 0,
+        "number": 0,
+        "boolean": False,
+        "array": [],
+        "object": {},
+    }.get(prop.get("type", "string"), "")
 
 
 def _without_dates(text: str) -> str:

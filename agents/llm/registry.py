@@ -28,4 +28,4 @@ def provider_for(name: str) -> Provider:
     except ImportError as exc:
         package = PACKAGES.get(name, name)
         raise LookupError(f"the {name} provider needs the '{package}' package: {exc}") from exc
-    return provider_class()  # type: ignore[no-any-return]
+    return provider_class()

@@ -37,13 +37,22 @@ class NdjsonEncoder:
         rid = self.head.get("id")
         if isinstance(event, TextDelta):
             return _dumps(
-                {"type": "response.output_text.delta", "role": "assistant", "delta": event.text,
-                 "id": rid}
+                {
+                    "type": "response.output_text.delta",
+                    "role": "assistant",
+                    "delta": event.text,
+                    "id": rid,
+                }
             )
         if isinstance(event, ToolCall):
             return _dumps(
-                {"type": "response.function_call_arguments.done", "id": rid, "name": event.name,
-                 "itemId": event.call_id, "arguments": event.arguments}
+                {
+                    "type": "response.function_call_arguments.done",
+                    "id": rid,
+                    "name": event.name,
+                    "itemId": event.call_id,
+                    "arguments": event.arguments,
+                }
             )
         if isinstance(event, ResponseCompleted):
             response = {**self.head, "usage": event.usage.as_dict()}
@@ -78,8 +87,13 @@ def response_body(events: list[Event]) -> dict[str, Any]:
                 output.append(_message("".join(text)))
                 text = []
             output.append(
-                {"type": "function_call", "status": "completed", "callId": event.call_id,
-                 "name": event.name, "arguments": event.arguments}
+                {
+                    "type": "function_call",
+                    "status": "completed",
+                    "callId": event.call_id,
+                    "name": event.name,
+                    "arguments": event.arguments,
+                }
             )
     output.append(_message("".join(text) or done.text))
     body: dict[str, Any] = {

@@ -28,7 +28,11 @@ def new_response_id() -> str:
 
 
 async def run(
-    spec: AgentSpec, run_input: RunInput, *, response_id: str | None = None, meter: Meter | None = None
+    spec: AgentSpec,
+    run_input: RunInput,
+    *,
+    response_id: str | None = None,
+    meter: Meter | None = None,
 ) -> AsyncIterator[Event]:
     """Stream a run: ResponseCreated, deltas, tool calls and results, then exactly one of
     ResponseCompleted or ResponseFailed."""

@@ -36,7 +36,10 @@ def _as_text(value: Any) -> Any:
 
 
 _jinja = SandboxedEnvironment(
-    undefined=jinja2.StrictUndefined, autoescape=False, finalize=_as_text, keep_trailing_newline=True
+    undefined=jinja2.StrictUndefined,
+    autoescape=False,
+    finalize=_as_text,
+    keep_trailing_newline=True,
 )
 
 
@@ -91,8 +94,9 @@ async def run_task_agent(
     messages = [_inputs_message(inputs)]
     if config.output_schema is None:
         step = StepResult()
-        async for delta in model_step(spec.provider, _request(config, prompt, messages), meter, step,
-                                      stream=True):
+        async for delta in model_step(
+            spec.provider, _request(config, prompt, messages), meter, step, stream=True
+        ):
             yield delta
         yield ResponseCompleted(usage=meter.usage, text=step.text)
         return
@@ -141,12 +145,14 @@ async def _structured(
     provider: Any, config: TaskAgentConfig, prompt: str, messages: list[Message], meter: Meter
 ) -> dict[str, Any]:
     assert config.output_schema is not None
-    tool = ToolSpec(OUTPUT_TOOL, "Give the answer as an object matching the schema.",
-                    config.output_schema)
+    tool = ToolSpec(
+        OUTPUT_TOOL, "Give the answer as an object matching the schema.", config.output_schema
+    )
     for _attempt in range(config.inference_config.max_retries + 1):
         step = StepResult()
-        async for _ in model_step(provider, _request(config, prompt, messages, (tool,)), meter,
-                                  step, stream=False):
+        async for _ in model_step(
+            provider, _request(config, prompt, messages, (tool,)), meter, step, stream=False
+        ):
             pass
         call = next((c for c in step.tool_calls if c.name == OUTPUT_TOOL), None)
         if call is None:
@@ -159,12 +165,13 @@ async def _structured(
             else:
                 problems = schema_problems(value, config.output_schema)
                 if not problems:
-                    return value  # type: ignore[no-any-return]
+                    return value
                 problem = "; ".join(problems)
         messages = [*messages, Message("assistant", step.text, tuple(step.tool_calls))]
         if call is not None:
-            messages.append(Message("tool", problem, tool_call_id=call.call_id, name=OUTPUT_TOOL,
-                                    is_error=True))
+            messages.append(
+                Message("tool", problem, tool_call_id=call.call_id, name=OUTPUT_TOOL, is_error=True)
+            )
         else:
             messages.append(Message("user", problem))
     raise RunFailure("output_invalid", "the model's answer did not match the output schema")

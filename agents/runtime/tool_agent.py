@@ -41,7 +41,9 @@ async def run_tool_agent(
             if structured is not None and force is None:
                 force = structured.name  # the answer must come through structured_output
                 messages.append(Message("assistant", step.text))
-                messages.append(Message("user", "Give your answer with the structured_output tool."))
+                messages.append(
+                    Message("user", "Give your answer with the structured_output tool.")
+                )
                 continue
             yield ResponseCompleted(usage=meter.usage, text=step.text)
             return
@@ -58,8 +60,13 @@ async def run_tool_agent(
         for call, outcome in zip(step.tool_calls, outcomes, strict=True):
             yield ToolResult(call.call_id, call.name, outcome.content, outcome.is_error)
             messages.append(
-                Message("tool", outcome.content, tool_call_id=call.call_id, name=call.name,
-                        is_error=outcome.is_error)
+                Message(
+                    "tool",
+                    outcome.content,
+                    tool_call_id=call.call_id,
+                    name=call.name,
+                    is_error=outcome.is_error,
+                )
             )
         if structured is not None and any(c.name == structured.name for c in step.tool_calls):
             retries += 1

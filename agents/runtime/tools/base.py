@@ -41,7 +41,9 @@ def parse_arguments(raw: str, schema: dict[str, Any]) -> dict[str, Any]:
     try:
         arguments = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ToolFailure(f"arguments are not valid JSON: {exc.msg} at position {exc.pos}") from None
+        raise ToolFailure(
+            f"arguments are not valid JSON: {exc.msg} at position {exc.pos}"
+        ) from None
     if not isinstance(arguments, dict):
         raise ToolFailure("arguments must be a JSON object")
     problems = schema_problems(arguments, schema)
@@ -67,9 +69,7 @@ def render_result(value: Any) -> str:
     return json.dumps(value, default=str)
 
 
-def function_tool(
-    spec: ToolSpec, func: Callable[..., Any]
-) -> Tool:
+def function_tool(spec: ToolSpec, func: Callable[..., Any]) -> Tool:
     """A Tool over a registered Python function (sync ones run in a worker thread)."""
 
     async def call(arguments: dict[str, Any]) -> Outcome:

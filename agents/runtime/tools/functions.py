@@ -45,9 +45,7 @@ def _parameters_schema(func: Callable[..., Any]) -> dict[str, Any]:
     for name, param in inspect.signature(func).parameters.items():
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[name] = (hints.get(name, Any), default)
-    model = create_model(
-        f"{func.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
-    )
+    model = create_model(f"{func.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields)
     schema: dict[str, Any] = model.model_json_schema()
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
