@@ -1,0 +1,283 @@
+"""Amazon Bedrock through boto3's ConverseStream.
+
+boto3 blocks, so each call runs in its own worker thread, which reads the event stream and
+hands the events to the event loop through a queue: a slow stream never holds up another.
+Retries (throttling, 5xx, timeouts before the answer starts) are botocore's own, from the
+client's retry config; what is left after them becomes a `ProviderError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import urllib3.exceptions
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectTimeoutError,
+    EventStreamError,
+    ReadTimeoutError,
+)
+
+from agentbuilder import aws
+from agents.llm.base import (
+    Finished,
+    Message,
+    ModelRequest,
+    ProviderError,
+    ProviderEvent,
+    TextChunk,
+    ToolCallChunk,
+    ToolCallPart,
+    ToolSpec,
+    Usage,
+)
+
+PREFIX = "bedrock/"
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "other"]
+STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+}
+_DONE = object()
+
+
+class BedrockProvider:
+    """Models served by Bedrock's Converse API, for any model id of the catalog."""
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+
+        def put(item: Any) -> None:
+            # The loop may be gone when a stream abandoned at shutdown finally ends.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        reader = _Reader(converse_request(request), request, put)
+        reader.start()
+        translator = _Translator()
+        try:
+            while (item := await queue.get()) is not _DONE:
+                if isinstance(item, BaseException):
+                    raise _provider_error(item) from item
+                for event in translator.feed(item):
+                    yield event
+            for event in translator.finish():
+                yield event
+        finally:
+            reader.stop()
+
+
+def converse_request(request: ModelRequest) -> dict[str, Any]:
+    """The keyword arguments of `converse_stream` for `request`."""
+    kwargs: dict[str, Any] = {
+        "modelId": request.model_id.removeprefix(PREFIX),
+        "messages": _messages(request.messages),
+        "inferenceConfig": {"maxTokens": request.max_tokens, "temperature": request.temperature},
+    }
+    if request.system:
+        kwargs["system"] = [{"text": request.system}]
+    if request.tools:
+        tool_config: dict[str, Any] = {"tools": [_tool(spec) for spec in request.tools]}
+        if request.force_tool:
+            tool_config["toolChoice"] = {"tool": {"name": request.force_tool}}
+        kwargs["toolConfig"] = tool_config
+    return kwargs
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "toolSpec": {
+            "name": spec.name,
+            "description": spec.description,
+            "inputSchema": {"json": spec.parameters},
+        }
+    }
+
+
+def _messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    # Converse wants strictly alternating roles: tool results travel in a user message, and
+    # neighbours of one role (several results, a result and a user's text) share a message.
+    merged: list[dict[str, Any]] = []
+    for message in messages:
+        role, content = _converse_message(message)
+        if not content:
+            continue
+        if merged and merged[-1]["role"] == role:
+            merged[-1]["content"].extend(content)
+        else:
+            merged.append({"role": role, "content": content})
+    return merged
+
+
+def _converse_message(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    if message.role == "tool":
+        result: dict[str, Any] = {
+            "toolUseId": message.tool_call_id or "",
+            # Converse rejects a blank text block, and a tool may well return nothing.
+            "content": [{"text": message.text or "(no output)"}],
+        }
+        if message.is_error:
+            result["status"] = "error"
+        return "user", [{"toolResult": result}]
+    content: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
+    for call in message.tool_calls:
+        tool_use = {"toolUseId": call.call_id, "name": call.name, "input": _input(call)}
+        content.append({"toolUse": tool_use})
+    return message.role, content
+
+
+def _input(call: ToolCallPart) -> dict[str, Any]:
+    try:
+        value = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass
+class _PendingCall:
+    call_id: str
+    name: str
+    parts: list[str] = field(default_factory=list)
+
+    def part(self) -> ToolCallPart:
+        return ToolCallPart(self.call_id, self.name, "".join(self.parts).strip() or "{}")
+
+
+class _Translator:
+    """ConverseStream events in, provider events out; tool input joined per content block."""
+
+    def __init__(self) -> None:
+        self.calls: dict[int, _PendingCall] = {}
+        self.usage = Usage()
+        self.stop_reason: StopReason = "end_turn"
+
+    def feed(self, event: dict[str, Any]) -> list[ProviderEvent]:
+        if "contentBlockStart" in event:
+            start = event["contentBlockStart"]
+            tool_use = start.get("start", {}).get("toolUse")
+            if tool_use:
+                index = start.get("contentBlockIndex", 0)
+                self.calls[index] = _PendingCall(tool_use["toolUseId"], tool_use["name"])
+        elif "contentBlockDelta" in event:
+            return self._delta(event["contentBlockDelta"])
+        elif "contentBlockStop" in event:
+            call = self.calls.pop(event["contentBlockStop"].get("contentBlockIndex", 0), None)
+            if call is not None:
+                return [ToolCallChunk(call.part())]
+        elif "messageStop" in event:
+            self.stop_reason = STOP_REASONS.get(event["messageStop"].get("stopReason"), "other")
+        elif "metadata" in event:
+            usage = event["metadata"].get("usage", {})
+            self.usage = Usage(usage.get("inputTokens", 0), usage.get("outputTokens", 0))
+        return []
+
+    def _delta(self, block: dict[str, Any]) -> list[ProviderEvent]:
+        delta = block.get("delta", {})
+        if delta.get("text"):
+            return [TextChunk(delta["text"])]
+        call = self.calls.get(block.get("contentBlockIndex", 0))
+        if "toolUse" in delta and call is not None:
+            call.parts.append(delta["toolUse"].get("input", ""))
+        return []
+
+    def finish(self) -> list[ProviderEvent]:
+        unclosed: list[ProviderEvent] = [ToolCallChunk(c.part()) for c in self.calls.values()]
+        self.calls.clear()
+        return [*unclosed, Finished(self.usage, self.stop_reason)]
+
+
+class _Reader(threading.Thread):
+    """Calls ConverseStream and reads its events, in a thread of its own."""
+
+    def __init__(
+        self, kwargs: dict[str, Any], request: ModelRequest, put: Callable[[Any], None]
+    ) -> None:
+        super().__init__(name="bedrock-stream", daemon=True)
+        self.kwargs = kwargs
+        self.max_retries = request.max_retries
+        self.timeout = request.timeout
+        self.put = put
+        self.lock = threading.Lock()
+        self.stopped = False
+        self.event_stream: Any = None
+
+    def run(self) -> None:
+        try:
+            self._read()
+        except Exception as exc:
+            if not self.stopped:
+                self.put(exc)
+        finally:
+            self.put(_DONE)
+
+    def _read(self) -> None:
+        client = aws.client("bedrock-runtime", max_retries=self.max_retries, timeout=self.timeout)
+        event_stream = client.converse_stream(**self.kwargs)["stream"]
+        with self.lock:
+            if self.stopped:
+                event_stream.close()
+                return
+            self.event_stream = event_stream
+        finished = False
+        try:
+            for event in event_stream:
+                if self.stopped:
+                    break
+                self.put(event)
+            finished = True
+        finally:
+            with self.lock:
+                self.event_stream = None
+            if not finished or self.stopped:
+                # Not read to its end: the connection cannot go back to the pool.
+                event_stream.close()
+
+    def stop(self) -> None:
+        """Abandon the stream; a read blocked in this thread returns at once."""
+        with self.lock:
+            self.stopped = True
+            event_stream = self.event_stream
+        if event_stream is None:
+            return
+        try:
+            # Wakes the blocked read; the reader then closes the connection itself.
+            event_stream._raw_stream.shutdown()
+        except Exception:
+            event_stream.close()
+
+
+def _provider_error(exc: BaseException) -> ProviderError:
+    if isinstance(
+        exc, ReadTimeoutError | ConnectTimeoutError | urllib3.exceptions.TimeoutError | TimeoutError
+    ):
+        return ProviderError(
+            f"Bedrock did not answer in time: {exc}", code="provider_timeout", timeout=True
+        )
+    if isinstance(exc, EventStreamError):
+        error = exc.response.get("Error", {})
+        return ProviderError(
+            f"Bedrock stream failed: {error.get('Code', 'error')}: {error.get('Message', '')}"
+        )
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        meta = exc.response.get("ResponseMetadata", {})
+        attempts = meta.get("RetryAttempts", 0) + 1
+        return ProviderError(
+            f"Bedrock refused the call: {error.get('Code', 'error')}: "
+            f"{error.get('Message', '')} (HTTP {meta.get('HTTPStatusCode', '?')}, "
+            f"{attempts} attempt{'s' if attempts > 1 else ''})"
+        )
+    if isinstance(exc, BotoCoreError | urllib3.exceptions.HTTPError | OSError):
+        return ProviderError(f"Bedrock connection failed: {exc}")
+    return ProviderError(f"Bedrock call failed: {exc!r}")

@@ -1,0 +1,231 @@
+"""Any OpenAI-compatible server (OpenAI, vLLM, Ollama, LiteLLM, gateways) through the SDK.
+
+`OPENAI_BASE_URL` and `OPENAI_API_KEY` come from the Django settings or the environment.
+Retries (429, 5xx, timeouts, lost connections) are the SDK's own, from `max_retries`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import weakref
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+import openai
+from django.core.exceptions import ImproperlyConfigured
+
+from agents.llm.base import (
+    Finished,
+    Message,
+    ModelRequest,
+    ProviderError,
+    ProviderEvent,
+    TextChunk,
+    ToolCallChunk,
+    ToolCallPart,
+    ToolSpec,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from openai.types.chat import (
+        ChatCompletionChunk,
+        ChatCompletionMessageParam,
+        ChatCompletionToolChoiceOptionParam,
+        ChatCompletionToolParam,
+    )
+
+PREFIX = "openai/"
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "other"]
+STOP_REASONS: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+}
+
+# An httpx client's pooled connections belong to the event loop that opened them, so
+# clients are shared per loop (one per process under uvicorn), then per retry profile.
+_clients: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[Any, ...], openai.AsyncOpenAI]
+] = weakref.WeakKeyDictionary()
+
+
+class OpenAIProvider:
+    """Chat completions, streamed, for catalog ids `openai/<model>`."""
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        try:
+            stream = await _client(request).chat.completions.create(
+                model=request.model_id.removeprefix(PREFIX),
+                messages=_messages(request),
+                tools=[_tool(spec) for spec in request.tools] or openai.omit,
+                tool_choice=_tool_choice(request),
+                max_tokens=request.max_tokens,
+                temperature=request.temperature,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        except openai.OpenAIError as exc:
+            raise _provider_error(exc) from exc
+        translator = _Translator()
+        try:
+            async for chunk in stream:
+                for event in translator.feed(chunk):
+                    yield event
+        except openai.OpenAIError as exc:
+            raise _provider_error(exc) from exc
+        finally:
+            # Also when the consumer stops early: the connection goes back to the pool.
+            await stream.close()
+        for event in translator.finish():
+            yield event
+
+
+def _client(request: ModelRequest) -> openai.AsyncOpenAI:
+    base_url, api_key = _setting("OPENAI_BASE_URL"), _setting("OPENAI_API_KEY")
+    key = (base_url, api_key, request.max_retries, request.timeout)
+    clients = _clients.setdefault(asyncio.get_running_loop(), {})
+    if key not in clients:
+        try:
+            clients[key] = openai.AsyncOpenAI(
+                base_url=base_url,
+                api_key=api_key,
+                max_retries=request.max_retries,
+                timeout=request.timeout,
+            )
+        except openai.OpenAIError as exc:
+            raise ProviderError(f"OpenAI client not configured: {exc}") from exc
+    return clients[key]
+
+
+def _setting(name: str) -> str | None:
+    from django.conf import settings
+
+    try:
+        value = getattr(settings, name, None)
+    except ImproperlyConfigured:
+        value = None
+    return value or os.environ.get(name) or None
+
+
+def _messages(request: ModelRequest) -> list[ChatCompletionMessageParam]:
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    messages.extend(_message(m) for m in request.messages)
+    return cast("list[ChatCompletionMessageParam]", messages)
+
+
+def _message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        # Chat completions has no error flag on a tool result: say it in the content.
+        text = f"Error: {message.text}" if message.is_error else message.text
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": text}
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.text or None,
+            "tool_calls": [
+                {
+                    "id": call.call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments or "{}"},
+                }
+                for call in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.text}
+
+
+def _tool(spec: ToolSpec) -> ChatCompletionToolParam:
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+        },
+    }
+
+
+def _tool_choice(request: ModelRequest) -> ChatCompletionToolChoiceOptionParam | openai.Omit:
+    if not request.force_tool:
+        return openai.omit
+    return {"type": "function", "function": {"name": request.force_tool}}
+
+
+@dataclass
+class _PendingCall:
+    call_id: str = ""
+    name: str = ""
+    parts: list[str] = field(default_factory=list)
+
+    def part(self) -> ToolCallPart:
+        return ToolCallPart(self.call_id, self.name, "".join(self.parts).strip() or "{}")
+
+
+class _Translator:
+    """Chunks in, provider events out; tool-call fragments joined per `index`."""
+
+    def __init__(self) -> None:
+        self.calls: dict[int, _PendingCall] = {}
+        self.usage = Usage()
+        self.stop_reason: StopReason = "end_turn"
+
+    def feed(self, chunk: ChatCompletionChunk) -> list[ProviderEvent]:
+        if chunk.usage is not None:
+            self.usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+        events: list[ProviderEvent] = []
+        for choice in chunk.choices[:1]:
+            delta = choice.delta
+            if delta.content:
+                events.append(TextChunk(delta.content))
+            for fragment in delta.tool_calls or ():
+                call = self.calls.setdefault(fragment.index, _PendingCall())
+                call.call_id = fragment.id or call.call_id
+                if fragment.function is not None:
+                    call.name = fragment.function.name or call.name
+                    call.parts.append(fragment.function.arguments or "")
+            if choice.finish_reason:
+                self.stop_reason = STOP_REASONS.get(choice.finish_reason, "other")
+                events.extend(self._flush())
+        return events
+
+    def _flush(self) -> list[ProviderEvent]:
+        events: list[ProviderEvent] = [
+            ToolCallChunk(self.calls[i].part()) for i in sorted(self.calls)
+        ]
+        self.calls.clear()
+        return events
+
+    def finish(self) -> list[ProviderEvent]:
+        return [*self._flush(), Finished(self.usage, self.stop_reason)]
+
+
+def _provider_error(exc: openai.OpenAIError) -> ProviderError:
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderError(
+            "The OpenAI-compatible server did not answer in time",
+            code="provider_timeout",
+            timeout=True,
+        )
+    if isinstance(exc, openai.APIStatusError):
+        return ProviderError(
+            f"The OpenAI-compatible server refused the call (HTTP {exc.status_code}): "
+            f"{_error_message(exc)}"
+        )
+    if isinstance(exc, openai.APIConnectionError):
+        return ProviderError(f"The OpenAI-compatible server could not be reached: {exc}")
+    return ProviderError(f"The OpenAI-compatible server failed: {_error_message(exc)}")
+
+
+def _error_message(exc: openai.OpenAIError) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+    return getattr(exc, "message", None) or str(exc)

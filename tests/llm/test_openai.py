@@ -1,0 +1,316 @@
+"""The OpenAI provider through the real `openai` SDK, over HTTP, against the fake server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+from django.conf import settings
+
+from agents.llm.base import (
+    Finished,
+    Message,
+    ModelRequest,
+    ProviderError,
+    ProviderEvent,
+    TextChunk,
+    ToolCallChunk,
+    ToolCallPart,
+    ToolSpec,
+    Usage,
+)
+from agents.llm.openai import OpenAIProvider
+from tests.fakes.openai import FakeOpenAI
+from tests.fakes.server import Call, Fail, Turn
+
+MODEL = "openai/gpt-4o-mini"
+WEATHER = ToolSpec(
+    "get_weather",
+    "Current weather of a city.",
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake, pytest.MonkeyPatch.context() as patch:
+        for name, value in (("OPENAI_BASE_URL", fake.base_url), ("OPENAI_API_KEY", "sk-test")):
+            patch.setenv(name, value)
+            patch.setattr(settings, name, value, raising=False)
+        yield fake
+
+
+@pytest.fixture
+def fake(server: FakeOpenAI) -> FakeOpenAI:
+    server.reset()
+    return server
+
+
+def ask(text: str = "Hi", **kwargs: Any) -> ModelRequest:
+    defaults: dict[str, Any] = {"max_retries": 0, "timeout": 5.0}
+    return ModelRequest(MODEL, "", (Message("user", text),), **(defaults | kwargs))
+
+
+def collect(request: ModelRequest) -> list[ProviderEvent]:
+    async def run() -> list[ProviderEvent]:
+        return [event async for event in OpenAIProvider().stream(request)]
+
+    return asyncio.run(run())
+
+
+def test_text_streams_as_several_chunks_in_order(fake: FakeOpenAI) -> None:
+    fake.script(Turn(text=["The ", "sky ", "is ", "blue."], pause=0.01))
+
+    events = collect(ask())
+
+    assert [e.text for e in events if isinstance(e, TextChunk)] == ["The ", "sky ", "is ", "blue."]
+    assert events[-1] == Finished(Usage(11, 7), "end_turn")
+
+
+def test_tool_arguments_in_fragments_are_joined_into_one_call(fake: FakeOpenAI) -> None:
+    arguments = {"city": "Lisbon", "units": "metric"}
+    fake.script(Turn(calls=[Call("get_weather", arguments, id="call_1", pieces=5)]))
+
+    events = collect(ask("Weather in Lisbon?", tools=(WEATHER,)))
+
+    calls = [e.call for e in events if isinstance(e, ToolCallChunk)]
+    assert len(calls) == 1
+    assert (calls[0].call_id, calls[0].name) == ("call_1", "get_weather")
+    assert json.loads(calls[0].arguments) == arguments
+    assert events[-1] == Finished(Usage(11, 7), "tool_use")
+
+
+def test_two_parallel_tool_calls_in_one_turn(fake: FakeOpenAI) -> None:
+    fake.script(
+        Turn(calls=[Call("get_weather", {"city": "Oslo"}), Call("get_weather", {"city": "Rome"})])
+    )
+
+    events = collect(ask("Oslo and Rome?", tools=(WEATHER,)))
+
+    calls = [e.call for e in events if isinstance(e, ToolCallChunk)]
+    assert [json.loads(c.arguments) for c in calls] == [{"city": "Oslo"}, {"city": "Rome"}]
+    assert len({c.call_id for c in calls}) == 2
+
+
+def test_empty_tool_arguments_become_an_empty_object(fake: FakeOpenAI) -> None:
+    fake.script(Turn(calls=[Call("now", "")]))
+
+    events = collect(ask("Time?", tools=(ToolSpec("now", "The time.", {"type": "object"}),)))
+
+    assert [e.call.arguments for e in events if isinstance(e, ToolCallChunk)] == ["{}"]
+
+
+def test_structured_output_forces_the_tool(fake: FakeOpenAI) -> None:
+    answer = ToolSpec("answer", "The answer.", {"type": "object"})
+    fake.script(Turn(calls=[Call("answer", {"n": 1})]))
+
+    collect(ask("Fill it", tools=(WEATHER, answer), force_tool="answer"))
+
+    body = fake.bodies[0]
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "answer"}}
+    assert body["tools"][0] == {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather of a city.",
+            "parameters": WEATHER.parameters,
+        },
+    }
+
+
+def test_request_maps_history_to_chat_messages(fake: FakeOpenAI) -> None:
+    fake.script(Turn(text=["Oslo is cold."]))
+    calls = (
+        ToolCallPart("c1", "get_weather", '{"city": "Oslo"}'),
+        ToolCallPart("c2", "get_weather", '{"city": "Rome"}'),
+    )
+    request = ModelRequest(
+        MODEL,
+        "Be brief.",
+        (
+            Message("user", "Oslo and Rome?"),
+            Message("assistant", "", tool_calls=calls),
+            Message("tool", "-3°C", tool_call_id="c1", name="get_weather"),
+            Message("tool", "no such city", tool_call_id="c2", is_error=True),
+        ),
+        tools=(WEATHER,),
+        max_tokens=300,
+        temperature=0.5,
+        max_retries=0,
+    )
+
+    collect(request)
+
+    body = fake.bodies[0]
+    assert body["model"] == "gpt-4o-mini"
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert (body["max_tokens"], body["temperature"]) == (300, 0.5)
+    assert "tool_choice" not in body
+    assert body["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Oslo and Rome?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                },
+                {
+                    "id": "c2",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "-3°C"},
+        {"role": "tool", "tool_call_id": "c2", "content": "Error: no such city"},
+    ]
+
+
+def test_request_without_system_or_tools_omits_them(fake: FakeOpenAI) -> None:
+    fake.script(Turn(text=["ok"]))
+
+    collect(ask())
+
+    body = fake.bodies[0]
+    assert body["messages"] == [{"role": "user", "content": "Hi"}]
+    assert "tools" not in body
+    assert "tool_choice" not in body
+
+
+def test_rate_limited_call_is_retried_then_streams(fake: FakeOpenAI) -> None:
+    fake.script(Fail(429, "Rate limit reached", retry_after_ms=10), Turn(text=["fine"]))
+
+    events = collect(ask(max_retries=2))
+
+    assert len(fake.requests) == 2
+    assert [e.text for e in events if isinstance(e, TextChunk)] == ["fine"]
+
+
+def test_server_error_every_time_gives_up_after_max_retries(fake: FakeOpenAI) -> None:
+    fake.fallback = Fail(500, "The server had an error", retry_after_ms=10)
+
+    with pytest.raises(ProviderError, match=r"HTTP 500.*The server had an error") as caught:
+        collect(ask(max_retries=2))
+
+    assert len(fake.requests) == 3
+    assert caught.value.code == "provider_error"
+    assert not caught.value.timeout
+
+
+def test_client_error_is_not_retried(fake: FakeOpenAI) -> None:
+    fake.fallback = Fail(400, "Invalid schema for function 'get_weather'")
+
+    with pytest.raises(ProviderError, match=r"HTTP 400.*Invalid schema"):
+        collect(ask(max_retries=3))
+
+    assert len(fake.requests) == 1
+
+
+def test_error_mid_stream_is_a_provider_error(fake: FakeOpenAI) -> None:
+    fake.script(Turn(text=["one ", "two ", "three"], error_after=2))
+
+    with pytest.raises(ProviderError, match="The model stream failed") as caught:
+        collect(ask(max_retries=2))
+
+    assert len(fake.requests) == 1
+    assert not caught.value.timeout
+
+
+def test_connection_dropped_mid_stream_is_a_provider_error(fake: FakeOpenAI) -> None:
+    fake.script(Turn(text=["one ", "two ", "three"], cut_after=2))
+
+    with pytest.raises(ProviderError) as caught:
+        collect(ask())
+
+    assert not caught.value.timeout
+
+
+def test_slow_answer_is_a_timeout(fake: FakeOpenAI) -> None:
+    fake.script(Turn(text=["late"], delay=2.0))
+
+    with pytest.raises(ProviderError) as caught:
+        collect(ask(timeout=0.3))
+
+    assert caught.value.timeout
+    assert caught.value.code == "provider_timeout"
+
+
+def test_stalled_stream_is_a_timeout(fake: FakeOpenAI) -> None:
+    fake.script(Turn(text=["one ", "two"], hang=2.0))
+
+    with pytest.raises(ProviderError) as caught:
+        collect(ask(timeout=0.3))
+
+    assert caught.value.timeout
+
+
+def test_usage_is_normalised(fake: FakeOpenAI) -> None:
+    fake.script(Turn(text=["ok"], usage=(120, 30)))
+
+    finished = collect(ask())[-1]
+
+    assert isinstance(finished, Finished)
+    assert finished.usage.as_dict() == {
+        "input_tokens": 120,
+        "output_tokens": 30,
+        "total_tokens": 150,
+    }
+
+
+def test_finish_reasons_are_mapped(fake: FakeOpenAI) -> None:
+    fake.script(Turn(text=["cut sh"], stop="length"), Turn(text=["x"], stop="content_filter"))
+
+    assert collect(ask())[-1] == Finished(Usage(11, 7), "max_tokens")
+    assert collect(ask())[-1] == Finished(Usage(11, 7), "other")
+
+
+def test_closing_the_stream_early_releases_the_connection(fake: FakeOpenAI) -> None:
+    fake.script(Turn(text=["one ", "two ", "three"], hang=5.0))
+
+    async def read_one() -> tuple[ProviderEvent, bool]:
+        stream = OpenAIProvider().stream(ask())
+        first = await anext(stream)
+        await stream.aclose()  # type: ignore[attr-defined]
+        # Seen from inside the loop: closing the loop would close the response anyway.
+        return first, await asyncio.to_thread(fake.disconnected.wait, 1.0)
+
+    first, disconnected = asyncio.run(read_one())
+
+    assert first == TextChunk("one ")
+    assert disconnected
+
+
+def test_missing_api_key_is_a_provider_error(
+    fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setattr(settings, "OPENAI_API_KEY", None)
+
+    with pytest.raises(ProviderError, match="not configured"):
+        collect(ask())
+
+    assert fake.requests == []
+
+
+def test_fake_answers_without_streaming(fake: FakeOpenAI) -> None:
+    fake.script(Turn(text=["Hello"], calls=[Call("get_weather", {"city": "Oslo"}, id="c9")]))
+    client = openai.OpenAI(base_url=fake.base_url, api_key="sk-test", max_retries=0)
+
+    answer = client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "Hi"}]
+    )
+
+    message = answer.choices[0].message
+    assert message.content == "Hello"
+    assert message.tool_calls is not None
+    assert message.tool_calls[0].id == "c9"
+    assert answer.choices[0].finish_reason == "tool_calls"
