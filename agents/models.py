@@ -38,7 +38,11 @@ class Environment(models.Model):
         ordering = ["name"]
         permissions = AGENT_SCOPE_PERMISSIONS
         constraints = [
-            models.UniqueConstraint(Lower("name"), name="environment_name_ci_unique"),
+            models.UniqueConstraint(
+                Lower("name"),
+                name="environment_name_ci_unique",
+                violation_error_message="An environment with this name already exists.",
+            ),
         ]
 
     def __str__(self) -> str:

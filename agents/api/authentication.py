@@ -28,7 +28,13 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Token has expired.") from None
         except jwt.InvalidTokenError:
             raise exceptions.AuthenticationFailed("Invalid token.") from None
-        user = get_user_model().objects.filter(pk=claims.user_id, is_active=True).first()
+        # A disabled API client loses its tokens at once, not when they expire.
+        user = (
+            get_user_model()
+            .objects.filter(pk=claims.user_id, is_active=True)
+            .exclude(api_client__enabled=False)
+            .first()
+        )
         if user is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
         return user, claims
