@@ -10,5 +10,7 @@ urlpatterns = [
     path("v1/", include("guardrails.api.urls")),
 ]
 
+handler400 = "agentbuilder.api.errors.bad_request"
+handler403 = "agentbuilder.api.errors.permission_denied"
 handler404 = "agentbuilder.api.errors.not_found"
 handler500 = "agentbuilder.api.errors.server_error"

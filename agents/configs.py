@@ -38,6 +38,8 @@ def _check_json_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
         raise ValueError("invalid JSON Schema: $schema must be the URI of a dialect")
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
+    except RecursionError:
+        raise ValueError("invalid JSON Schema: nested too deeply") from None
     except jsonschema.SchemaError as exc:
         where = "/".join(str(p) for p in exc.path)
         at = f" at {where}" if where else ""

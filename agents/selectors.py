@@ -103,7 +103,7 @@ def version_ref_parse(ref: str) -> uuid.UUID | int | None:
     """`latest` (None), a version number or a version uuid; raises Invalid otherwise."""
     if ref == "latest":
         return None
-    if ref.isdigit():
+    if ref.isascii() and ref.isdigit():
         number = int(ref)
         if 1 <= number <= 2**31 - 1:
             return number

@@ -1,14 +1,16 @@
 """One exception handler for every /v1 route: SPEC section 2's error bodies.
 
 Domain errors from services, DRF's own exceptions (parse errors, auth, 404, 405, 415,
-throttling) and Django's 404 all leave as `{"detail": ...}` JSON.
+throttling), Django's 404 and its refusals of oversized or malformed bodies all leave as
+`{"detail": ...}` JSON.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.conf import settings
+from django.core import exceptions as dj
 from django.http import Http404, HttpRequest, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -16,16 +18,35 @@ from rest_framework.views import set_rollback
 
 from agentbuilder.errors import DomainError, ErrorItem, Invalid
 
+BEARER_CHALLENGE = 'Bearer realm="api"'
+FORBIDDEN = "You do not have permission to perform this action."
+
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    response = _handle(exc)
+    # RFC 9110: every 401 names the scheme to retry with, bad credentials at /auth/token too.
+    if response is not None and response.status_code == 401:
+        response["WWW-Authenticate"] = BEARER_CHALLENGE
+    return response
+
+
+def _handle(exc: Exception) -> Response | None:
     if isinstance(exc, Invalid):
         return _respond(400, [e.as_dict() for e in exc.errors])
     if isinstance(exc, DomainError):
         return _respond(exc.status, exc.detail)
     if isinstance(exc, Http404):
         return _respond(404, "Not found.")
-    if isinstance(exc, DjangoPermissionDenied):
-        return _respond(403, "You do not have permission to perform this action.")
+    if isinstance(exc, dj.PermissionDenied):
+        return _respond(403, FORBIDDEN)
+    if isinstance(exc, dj.RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return _respond(413, f"Request body is larger than {limit} bytes.")
+    if isinstance(exc, dj.TooManyFieldsSent | dj.TooManyFilesSent):
+        item = ErrorItem(("body",), str(exc), "too_many_fields")
+        return _respond(400, [item.as_dict()])
+    if isinstance(exc, dj.SuspiciousOperation):
+        return _respond(400, "Bad request.")
     if isinstance(exc, drf.ParseError):
         item = ErrorItem(("body",), str(exc.detail), "json_invalid")
         return _respond(400, [item.as_dict()])
@@ -33,10 +54,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return _respond(400, [e.as_dict() for e in _drf_items(exc.detail, ("body",))])
     if isinstance(exc, drf.APIException):
         response = _respond(exc.status_code, str(exc.detail))
-        if isinstance(exc, drf.Throttled) and exc.wait is not None:
-            response["Retry-After"] = str(int(exc.wait) + 1)
-        if isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed):
-            response["WWW-Authenticate"] = 'Bearer realm="api"'
+        wait = getattr(exc, "wait", None)  # Throttled's, missing from the stubs
+        if isinstance(exc, drf.Throttled) and wait is not None:
+            response["Retry-After"] = str(int(wait) + 1)
         return response
     return None
 
@@ -54,6 +74,17 @@ def _drf_items(detail: Any, loc: tuple[str | int, ...]) -> list[ErrorItem]:
             return [ErrorItem(loc, str(d), getattr(d, "code", "invalid")) for d in detail]
         return [i for n, v in enumerate(detail) for i in _drf_items(v, (*loc, n))]
     return [ErrorItem(loc, str(detail), getattr(detail, "code", "invalid"))]
+
+
+# Django's own handlers, for what fails outside a DRF view (URL resolution, Host checks).
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    return JsonResponse({"detail": "Bad request."}, status=400)
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    return JsonResponse({"detail": FORBIDDEN}, status=403)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from django.db.models import Model, QuerySet
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from agentbuilder.wire import CamelModel, OutputModel
 
@@ -20,6 +20,14 @@ class PageQuery(CamelModel):
     """Query parameters of a list route; parameters a route does not know are ignored."""
 
     model_config = CamelModel.model_config | {"extra": "ignore"}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_is_absent(cls, params: Any) -> Any:
+        # `?agentType=&name=` (as SPEC writes it) means "no filter", not "filter by ''".
+        if isinstance(params, dict):
+            return {k: v for k, v in params.items() if v != ""}
+        return params
 
     offset: int = Field(0, ge=0, le=MAX_OFFSET)
     limit: int = Field(50, ge=1, le=MAX_LIMIT)

@@ -1,4 +1,5 @@
-"""Body parsers with a size limit: a body over API_MAX_BODY_BYTES is a 413, read or not."""
+"""Body parsers with limits: a body over API_MAX_BODY_BYTES is a 413, read or not; JSON nested
+deeper than MAX_DEPTH, or text holding a NUL character, is a 400 before a view sees it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from django.conf import settings
+from django.http import QueryDict
 from rest_framework import exceptions, parsers, status
+
+from agentbuilder.errors import Invalid, Loc
+
+# Configs hold JSON Schemas, which jsonschema checks recursively: far deeper input ends in a
+# RecursionError. 100 levels is a schema about 50 objects deep, well past real ones.
+MAX_DEPTH = 100
+NUL_MESSAGE = "text must not contain NUL characters (\\u0000)"
 
 
 class RequestTooLarge(exceptions.APIException):
@@ -27,6 +36,42 @@ def _bounded(stream: IO[bytes], meta: Mapping[str, Any], limit: int) -> IO[bytes
     return io.BytesIO(body)
 
 
+def _too_deep(max_depth: int) -> exceptions.ParseError:
+    return exceptions.ParseError(f"JSON parse error - nested deeper than {max_depth} levels")
+
+
+def _check_json(data: Any, max_depth: int) -> None:
+    """Raise for nesting past `max_depth` or a NUL anywhere (PostgreSQL text cannot hold one).
+
+    Iterative, stacking only containers: the data may be nearly as deep as the interpreter's
+    recursion limit, and a 1 MiB array can hold half a million scalars.
+    """
+    if isinstance(data, str) and "\x00" in data:
+        raise Invalid.at(("body",), NUL_MESSAGE)
+    stack: list[tuple[Any, Loc]] = [(data, ("body",))] if isinstance(data, dict | list) else []
+    while stack:
+        node, loc = stack.pop()
+        if len(loc) > max_depth:
+            raise _too_deep(max_depth)
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in items:
+            if isinstance(key, str) and "\x00" in key:
+                raise Invalid.at(loc, NUL_MESSAGE)
+            if isinstance(value, str):
+                if "\x00" in value:
+                    raise Invalid.at((*loc, key), NUL_MESSAGE)
+            elif isinstance(value, dict | list):
+                stack.append((value, (*loc, key)))
+
+
+def _check_form(data: QueryDict) -> None:
+    for key, values in data.lists():
+        if "\x00" in key:
+            raise Invalid.at(("body",), NUL_MESSAGE)
+        if any("\x00" in value for value in values):
+            raise Invalid.at(("body", key), NUL_MESSAGE)
+
+
 class LimitedParserMixin:
     max_body_bytes: int | None = None
 
@@ -38,8 +83,19 @@ class LimitedParserMixin:
 
 
 class JSONParser(LimitedParserMixin, parsers.JSONParser):
-    pass
+    max_depth: int = MAX_DEPTH
+
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise _too_deep(self.max_depth) from None
+        _check_json(data, self.max_depth)
+        return data
 
 
 class FormParser(LimitedParserMixin, parsers.FormParser):
-    pass
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        data = super().parse(stream, media_type, parser_context)
+        _check_form(data)
+        return data

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentbuilder.errors import Invalid
 from agentbuilder.wire import parse
 
 M = TypeVar("M", bound=BaseModel)
@@ -22,7 +23,11 @@ class ApiView(APIView):
         return parse(model, self.request.data, "body")
 
     def query(self, model: type[M]) -> M:
-        return parse(model, self.request.query_params.dict(), "query")
+        params = self.request.query_params.dict()
+        for key, value in params.items():
+            if "\x00" in value:  # PostgreSQL refuses NUL in text: say so, do not crash
+                raise Invalid.at(("query", key), "must not contain the NUL character")
+        return parse(model, params, "query")
 
     @cached_property
     def environment(self) -> Any:
