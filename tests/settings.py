@@ -6,7 +6,7 @@ os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production")
 os.environ.setdefault("LLM_OFFLINE", "true")
 os.environ.setdefault("DEBUG", "false")
 
-from agentbuilder.settings import *  # noqa: E402, F403
+from agentbuilder.settings import *  # noqa: F403
 
 ALLOWED_HOSTS = ["testserver", "localhost", "127.0.0.1"]
 # Fast hashing: the suite creates many users and API clients.

@@ -14,7 +14,9 @@ def test_owner_creates_versions_looks_up_and_deletes_an_agent(owner_client):
     assert agent["name"] == "calc"
     assert agent["currentVersionId"]
 
-    added = owner_client.post(f"/v1/agents/{agent['id']}/versions", {"notes": "copy"}, format="json")
+    added = owner_client.post(
+        f"/v1/agents/{agent['id']}/versions", {"notes": "copy"}, format="json"
+    )
     assert added.status_code == 201, added.json()
     assert added.json()["version"]["number"] == 2
 
@@ -28,6 +30,8 @@ def test_owner_creates_versions_looks_up_and_deletes_an_agent(owner_client):
     assert owner_client.delete(f"/v1/agents/{agent['id']}").json() == {"agentId": agent["id"]}
     assert owner_client.get(f"/v1/agents/{agent['id']}").status_code == 404
     again = owner_client.post(
-        "/v1/agents", {"name": "Calc", "agentType": "tool", "config": CALCULATOR_CONFIG}, format="json"
+        "/v1/agents",
+        {"name": "Calc", "agentType": "tool", "config": CALCULATOR_CONFIG},
+        format="json",
     )
     assert again.status_code == 201
