@@ -27,6 +27,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     # RFC 9110: every 401 names the scheme to retry with, bad credentials at /auth/token too.
     if response is not None and response.status_code == 401:
         response["WWW-Authenticate"] = BEARER_CHALLENGE
+    # A refused invocation still has its (failed) run record: say which.
+    run_id = getattr(exc, "run_id", None)
+    if response is not None and run_id is not None:
+        response["X-Run-Id"] = str(run_id)
     return response
 
 
