@@ -64,15 +64,13 @@ def invocation_start(
 ) -> Invocation:
     """Check the call, open its run and build the runtime spec.
 
-    Raises NotFound, PermissionDenied, DomainError (wrong agent type) or Invalid; an
-    Invalid after the run row exists carries `run_id` and leaves the run `failed`.
+    Raises NotFound or PermissionDenied before any run exists; after that, DomainError
+    (wrong agent type) or Invalid, carrying `run_id`, with the run left `failed`.
     """
     agent = selectors.agent_get(
         user=user, environment=environment, agent_id=agent_id, action=Action.INVOKE
     )
     version = selectors.version_get(agent=agent, ref=version_ref)
-    if agent.agent_type not in agent_types:
-        raise DomainError(f"Agent type {agent.agent_type} not supported in {route} endpoints.")
     response_id = new_response_id()
     run = Run.objects.create(
         agent=agent,
@@ -84,6 +82,8 @@ def invocation_start(
         messages=[_message_json(m) for m in messages],
     )
     try:
+        if agent.agent_type not in agent_types:
+            raise DomainError(f"Agent type {agent.agent_type} not supported in {route} endpoints.")
         _check_guardrails(guardrails, environment)
         spec = agent_spec(agent=agent, version=version)
         if isinstance(spec.config, TaskAgentConfig):
@@ -92,7 +92,7 @@ def invocation_start(
             Run.objects.filter(pk=run.pk).update(messages=[{"role": "user", "inputs": inputs}])
         else:
             run_input = RunInput(messages=messages)
-    except Invalid as exc:
+    except (Invalid, DomainError) as exc:
         _fail(run, "invalid_request", str(exc))
         exc.run_id = run.pk  # type: ignore[attr-defined]
         raise
