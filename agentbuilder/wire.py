@@ -6,6 +6,7 @@ Every JSON body the platform accepts or returns is a pydantic model derived from
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -58,10 +59,10 @@ def parse(model: type[M], data: Any, *prefix: str | int) -> M:
 def invalid_from(exc: ValidationError, data: Any, prefix: tuple[str | int, ...] = ()) -> Invalid:
     items = []
     for err in exc.errors(include_url=False):
-        loc = _data_path(tuple(err["loc"]), data)
+        loc, node = _data_path(tuple(err["loc"]), data)
         msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
-            loc = (*loc, DISCRIMINATORS[0])
+            loc = (*loc, _discriminator_key(node, err.get("ctx") or {}))
         elif err["type"] in ("model_type", "model_attributes_type", "dict_type"):
             msg = "Input should be a JSON object"
         elif err["type"] == "extra_forbidden":
@@ -70,14 +71,18 @@ def invalid_from(exc: ValidationError, data: Any, prefix: tuple[str | int, ...] 
     return Invalid(items)
 
 
-def _data_path(loc: tuple[str | int, ...], data: Any) -> tuple[str | int, ...]:
-    """Drop the union tags pydantic adds (a discriminator's value, or a member's name such
-    as "literal['latest']"), walking the input so only real keys and indexes remain."""
+def _data_path(loc: tuple[str | int, ...], data: Any) -> tuple[tuple[str | int, ...], Any]:
+    """Drop the union tags pydantic adds to a location (a discriminator's value, or a
+    member's name such as "str" or "literal['latest']"), walking the input so that only
+    its real keys and indexes remain. Returns the path and the input found at its end."""
     path: list[str | int] = []
     node = data
+    skipped = False  # at most one tag per level: a field may share its name with the tag
     for part in loc:
-        if isinstance(part, str) and _is_union_tag(node, part):
+        if isinstance(part, str) and not skipped and _is_union_tag(node, part):
+            skipped = True
             continue
+        skipped = False
         path.append(part)
         if isinstance(node, Mapping):
             node = node.get(part)
@@ -85,11 +90,30 @@ def _data_path(loc: tuple[str | int, ...], data: Any) -> tuple[str | int, ...]:
             node = node[part]
         else:
             node = None
-    return tuple(path)
+    return tuple(path), node
+
+
+_TYPE_NAMES = frozenset(("str", "int", "float", "bool", "dict", "list", "none", "bytes"))
 
 
 def _is_union_tag(node: Any, part: str) -> bool:
     if isinstance(node, Mapping):
-        return part not in node and any(node.get(key) == part for key in DISCRIMINATORS)
+        if part in node:
+            return False
+        if any(node.get(key) == part for key in DISCRIMINATORS):
+            return True
+        # pydantic names union members by type: "str", "list[...]", "TextPart"
+        return part in _TYPE_NAMES or "[" in part or part[:1].isupper()
     # Nothing below a list or a scalar has a string key: it names a union member.
     return node is not None
+
+
+def _discriminator_key(node: Any, ctx: Mapping[str, Any]) -> str:
+    """The key that picks the union member: as the input spells it, else its wire alias
+    (pydantic's context reads "'tool_type' | 'toolType'": the alias comes last)."""
+    if isinstance(node, Mapping):
+        for key in DISCRIMINATORS:
+            if key in node:
+                return key
+    names = re.findall(r"'([^']+)'", str(ctx.get("discriminator", "")))
+    return names[-1] if names else DISCRIMINATORS[0]

@@ -120,14 +120,18 @@ class _InvokeBase(AsyncAPIView, ApiView):
 async def _collect(invocation: Invocation) -> Response:
     recorder = RunRecorder(invocation)
     events: list[Event] = []
+    canceled = False
     try:
         async for event in run(
             invocation.spec, invocation.run_input, response_id=invocation.response_id
         ):
             recorder.observe(event)
             events.append(event)
+    except asyncio.CancelledError:  # the client went away
+        canceled = True
+        raise
     finally:
-        await asyncio.shield(in_db(recorder.save)(canceled=True))
+        await asyncio.shield(in_db(recorder.save)(canceled=canceled))
     headers = {"X-Run-Id": str(invocation.run_id)}
     last = events[-1]
     if isinstance(last, ResponseFailed):
@@ -140,6 +144,7 @@ def _ndjson(invocation: Invocation) -> StreamingHttpResponse:
     async def lines() -> AsyncIterator[bytes]:
         recorder = RunRecorder(invocation)
         encoder = NdjsonEncoder()
+        canceled = False
         try:
             async for event in run(
                 invocation.spec, invocation.run_input, response_id=invocation.response_id
@@ -148,9 +153,12 @@ def _ndjson(invocation: Invocation) -> StreamingHttpResponse:
                 line = encoder.encode(event)
                 if line is not None:
                     yield line
+        except (asyncio.CancelledError, GeneratorExit):  # the client went away
+            canceled = True
+            raise
         finally:
             # On a disconnect this runs in a cancelled task: shield the write.
-            await asyncio.shield(in_db(recorder.save)(canceled=True))
+            await asyncio.shield(in_db(recorder.save)(canceled=canceled))
 
     response = StreamingHttpResponse(lines(), content_type="text/plain; charset=utf-8")
     for name, value in {**STREAM_HEADERS, "X-Run-Id": str(invocation.run_id)}.items():

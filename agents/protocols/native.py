@@ -75,7 +75,7 @@ def response_body(events: list[Event]) -> dict[str, Any]:
     assert isinstance(created, ResponseCreated)
     done = events[-1]
     assert isinstance(done, ResponseCompleted)
-    if done.structured is not None:
+    if done.object_answer and done.structured is not None:
         return done.structured
     output: list[dict[str, Any]] = []
     text: list[str] = []

@@ -7,16 +7,18 @@ stream holds no database connection.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 from agents.llm.base import ProviderError
 from agents.runtime.events import Event, ResponseCreated, ResponseFailed
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
 from agents.runtime.task_agent import run_task_agent
 from agents.runtime.tool_agent import run_tool_agent
+
+logger = logging.getLogger(__name__)
 
 Flow = Callable[[AgentSpec, RunInput, Meter, int], AsyncIterator[Event]]
 
@@ -49,7 +51,6 @@ async def run(
         yield ResponseFailed(exc.code, exc.message, meter.usage)
     except ProviderError as exc:
         yield ResponseFailed(exc.code, str(exc), meter.usage)
-
-
-def describe(event: Any) -> str:  # pragma: no cover - a debugging aid
-    return f"{type(event).__name__}({event})"
+    except Exception:  # a bug must still end the stream with a final line, not cut it
+        logger.exception("run of agent %s failed", spec.agent_id)
+        yield ResponseFailed("internal_error", "the run failed unexpectedly", meter.usage)

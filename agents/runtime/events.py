@@ -43,8 +43,11 @@ class ToolResult:
 class ResponseCompleted:
     usage: Usage
     text: str = ""
-    # A structured answer (structured output, task output schema) replaces the text.
+    # The validated object of a structured answer (structured output, task output schema).
     structured: dict[str, Any] | None = None
+    # A tool agent's structured_output answer *is* the object: the native API answers with
+    # it alone (the source document's PersonExtractor). A task agent's stays a message.
+    object_answer: bool = False
     custom_outputs: dict[str, Any] = field(default_factory=dict)
 
 

@@ -13,7 +13,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from agents.configs import TaskAgentConfig
 from agents.llm.base import TASK_INPUTS_HEADER, Message, ModelRequest, ToolSpec
-from agents.runtime.events import Event, ResponseCompleted
+from agents.runtime.events import Event, ResponseCompleted, TextDelta
 from agents.runtime.model_step import StepResult, model_step
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
 from agents.runtime.tools.base import ToolFailure, schema_problems
@@ -101,7 +101,9 @@ async def run_task_agent(
         yield ResponseCompleted(usage=meter.usage, text=step.text)
         return
     value = await _structured(spec.provider, config, prompt, messages, meter)
-    yield ResponseCompleted(usage=meter.usage, structured=value)
+    text = json.dumps(value, ensure_ascii=False)
+    yield TextDelta(text)
+    yield ResponseCompleted(usage=meter.usage, text=text, structured=value)
 
 
 async def run_task_nested(

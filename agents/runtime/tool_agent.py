@@ -52,7 +52,7 @@ async def run_tool_agent(
         answer = _structured_answer(structured, step.tool_calls)
         if answer is not None:
             yield ToolCall(answer[0].call_id, answer[0].name, answer[0].arguments)
-            yield ResponseCompleted(usage=meter.usage, structured=answer[1])
+            yield ResponseCompleted(usage=meter.usage, structured=answer[1], object_answer=True)
             return
         for call in step.tool_calls:
             yield ToolCall(call.call_id, call.name, call.arguments)

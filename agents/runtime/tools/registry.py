@@ -34,13 +34,26 @@ def build_tools(spec: AgentSpec, meter: Meter, depth: int) -> dict[str, Tool]:
                 ToolSpec(entry.name, entry.description, entry.output_schema), _never_called
             )
         elif isinstance(entry, TaskAgentTool):
-            target = spec.task_agents[entry.name]
-            tools[entry.name] = _task_agent_tool(entry, target, meter, depth)
+            target = spec.task_agents.get(entry.name)
+            tools[entry.name] = (
+                _task_agent_tool(entry, target, meter, depth)
+                if target is not None
+                else _missing_task_agent(entry)
+            )
     return tools
 
 
 async def _never_called(arguments: dict[str, Any]) -> Outcome:  # pragma: no cover
     raise ToolFailure("structured_output is answered by the loop itself")
+
+
+def _missing_task_agent(entry: TaskAgentTool) -> Tool:
+    """The target was deleted after the config was saved: the model is told, the run goes on."""
+
+    async def call(arguments: dict[str, Any]) -> Outcome:
+        raise ToolFailure(f"the task agent '{entry.agent_id}' behind {entry.name} no longer exists")
+
+    return Tool(ToolSpec(entry.name, entry.description, {"type": "object"}), call)
 
 
 def _task_agent_tool(entry: TaskAgentTool, target: AgentSpec, meter: Meter, depth: int) -> Tool:

@@ -1,0 +1,152 @@
+"""A client that goes away mid-stream, against a real uvicorn: the model call is abandoned
+and the run is recorded as canceled."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import uvicorn
+from django.core.asgi import get_asgi_application
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from agents.examples import CALCULATOR
+from agents.models import Run
+from agents.tokens import token_encode
+from tests.fakes.server import Turn
+from tests.invoke.conftest import CREATED, DELTA, Backend
+
+# Transactional: the server's threads only see committed rows. serialized_rollback restores
+# the catalogs and the `default` environment that the flush would erase.
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+ASK = {"messages": [{"role": "user", "content": "Count slowly."}]}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
+    """Put the seeded rows back after the last flush, for the files that follow."""
+    yield
+    db = connections[DEFAULT_DB_ALIAS]
+    with django_db_blocker.unblock():
+        db.creation.deserialize_db_from_string(db._test_serialized_contents)
+
+
+@pytest.fixture
+def live_server_port() -> Iterator[int]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = uvicorn.Config(
+        app=get_asgi_application(),
+        host="127.0.0.1",
+        port=port,
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive(), "uvicorn did not start"
+        assert time.monotonic() < deadline, "uvicorn did not start in time"
+        time.sleep(0.01)
+    yield port
+    server.should_exit = True
+    thread.join(timeout=5)
+    assert not thread.is_alive(), "uvicorn did not stop"
+
+
+def run_status_after(run_id: str, seconds: float) -> tuple[str, float]:
+    """Poll the run until it leaves in_progress or `seconds` pass: (status, waited)."""
+    start = time.monotonic()
+    while True:
+        status = Run.objects.get(pk=run_id).status
+        waited = time.monotonic() - start
+        if status != "in_progress" or waited > seconds:
+            return status, waited
+        time.sleep(0.02)
+
+
+def post(port: int, path: str, token: str) -> http.client.HTTPConnection:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request(
+        "POST",
+        path,
+        body=json.dumps(ASK),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    return connection
+
+
+def hang_up(connection: http.client.HTTPConnection) -> None:
+    sock = connection.sock
+    assert sock is not None
+    sock.shutdown(socket.SHUT_RDWR)
+    connection.close()
+
+
+@pytest.fixture
+def slow_agent(fake_backend: Backend, make_agent: Any) -> Any:
+    # Two deltas, then the model holds the stream open far longer than the test waits.
+    fake_backend.script(Turn(text=["Counting: ", "one, "], pause=0.05, hang=30))
+    return make_agent("Calculator", "tool", config=fake_backend.config(CALCULATOR["config"]))
+
+
+def assert_canceled(fake_backend: Backend, run_id: str) -> None:
+    assert fake_backend.fake is not None
+    assert fake_backend.fake.disconnected.wait(2), "the model call was not abandoned"
+    status, waited = run_status_after(run_id, 2.0)
+    assert status == "canceled"
+    assert waited < 1.0
+    run = Run.objects.get(pk=run_id)
+    assert run.completed_at is not None
+    assert run.latency_ms is not None
+    assert run.messages[0] == {"role": "user", "content": "Count slowly."}
+
+
+def test_client_that_hangs_up_mid_stream_cancels_the_run(
+    fake_backend: Backend, slow_agent: Any, owner: Any, live_server_port: int
+) -> None:
+    token, _ = token_encode(user_id=owner.pk, environment_id=None)
+    path = f"/v1/agents/{slow_agent.pk}/versions/latest/invoke-stream"
+    connection = post(live_server_port, path, token)
+    response = connection.getresponse()
+    assert response.status == 200
+    assert response.getheader("Content-Type") == "text/plain; charset=utf-8"
+    run_id = response.getheader("X-Run-Id")
+    assert run_id
+    lines = [json.loads(response.readline()) for _ in range(3)]
+    assert [line["type"] for line in lines] == [CREATED, DELTA, DELTA]
+    assert Run.objects.get(pk=run_id).status == "in_progress"
+
+    hang_up(connection)
+
+    assert_canceled(fake_backend, run_id)
+
+
+def test_client_that_hangs_up_while_waiting_for_invoke_cancels_the_run(
+    fake_backend: Backend, slow_agent: Any, owner: Any, live_server_port: int
+) -> None:
+    token, _ = token_encode(user_id=owner.pk, environment_id=None)
+    path = f"/v1/agents/{slow_agent.pk}/versions/latest/invoke"
+    connection = post(live_server_port, path, token)
+    assert fake_backend.fake is not None
+    deadline = time.monotonic() + 5
+    while not fake_backend.fake.requests:
+        assert time.monotonic() < deadline, "the model was never called"
+        time.sleep(0.01)
+    [run] = Run.objects.filter(agent=slow_agent)
+    assert run.status == "in_progress"
+
+    hang_up(connection)
+
+    assert_canceled(fake_backend, str(run.pk))
