@@ -19,6 +19,7 @@ class DomainError(Exception):
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
         self.detail = detail
+        self.run_id: Any = None  # set when the refusal was recorded as a failed run
 
 
 class NotFound(DomainError):
@@ -48,6 +49,7 @@ class Invalid(Exception):
     """A 400 with one or more located errors, e.g. Invalid.at(("body", "name"), "too long")."""
 
     errors: list[ErrorItem] = field(default_factory=list)
+    run_id: Any = field(default=None, compare=False)  # as on DomainError
 
     def __post_init__(self) -> None:
         super().__init__("; ".join(f"{'.'.join(map(str, e.loc))}: {e.msg}" for e in self.errors))

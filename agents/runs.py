@@ -94,7 +94,7 @@ def invocation_start(
             run_input = RunInput(messages=messages)
     except (Invalid, DomainError) as exc:
         _fail(run, "invalid_request", str(exc))
-        exc.run_id = run.pk  # type: ignore[attr-defined]
+        exc.run_id = run.pk
         raise
     return Invocation(run.pk, response_id, spec, run_input)
 
