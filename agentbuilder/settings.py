@@ -96,8 +96,18 @@ else:
     from agentbuilder.embedded_db import database_settings
 
     DATABASES = {"default": database_settings(VAR_DIR / "pgdata")}
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A pool per process (psycopg_pool): each request thread borrows a connection and gives
+# it back, so a burst of 500 streams needs DB_POOL_MAX_SIZE connections, not 500.
+DB_POOL_MAX_SIZE = env.int("DB_POOL_MAX_SIZE", default=16)
+if DB_POOL_MAX_SIZE > 0:
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": DB_POOL_MAX_SIZE,
+        "timeout": env.float("DB_POOL_TIMEOUT", default=30.0),
+    }
+else:
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # ---------------------------------------------------------------- auth

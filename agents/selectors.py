@@ -5,11 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from agentbuilder.errors import Invalid, NotFound, PermissionDenied
 from agents.models import Agent, AgentVersion, Environment, LLMModel, Run
-from agents.permissions import Action, agents_with, environments_visible
+from agents.permissions import Action, agents_with, environments_visible, may_flag
 
 DEFAULT_ENVIRONMENT = "default"
 
@@ -69,34 +69,34 @@ def agent_get(
 ) -> Agent:
     """One live agent of `environment`. Raises NotFound if the caller cannot READ it and
     PermissionDenied if it can READ it but not perform `action`."""
-    agent = (
-        _with_current_version(agents_with(user, Action.READ))
-        .filter(environment=environment, pk=agent_id)
-        .first()
-    )
-    if agent is None:
-        raise NotFound(f"Agent '{agent_id}' not found.")
-    _require(user, agent, action)
-    return agent
+    return _visible_one(user, action, environment, Q(pk=agent_id), f"Agent '{agent_id}'")
 
 
 def agent_get_by_name(
     *, user: Any, environment: Environment, name: str, action: Action = Action.READ
 ) -> Agent:
+    return _visible_one(
+        user,
+        action,
+        environment,
+        Q(name__iexact=name),
+        f"Agent '{name}' in environment '{environment.name}'",
+    )
+
+
+def _visible_one(user: Any, action: Action, environment: Environment, match: Q, what: str) -> Agent:
+    # One query: visibility (READ) filters, the permission asked for is a column.
     agent = (
         _with_current_version(agents_with(user, Action.READ))
-        .filter(environment=environment, name__iexact=name)
+        .filter(match, environment=environment)
+        .annotate(allowed=may_flag(user, action))
         .first()
     )
     if agent is None:
-        raise NotFound(f"Agent '{name}' not found in environment '{environment.name}'.")
-    _require(user, agent, action)
-    return agent
-
-
-def _require(user: Any, agent: Agent, action: Action) -> None:
-    if action is not Action.READ and not agents_with(user, action).filter(pk=agent.pk).exists():
+        raise NotFound(f"{what} not found.")
+    if not agent.allowed:
         raise PermissionDenied(f"You do not have {action.name} permission on this agent.")
+    return agent
 
 
 def version_ref_parse(ref: str) -> uuid.UUID | int | None:
