@@ -9,6 +9,8 @@ from django.db import models
 from django.db.models.functions import Lower
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
+from agentbuilder.fields import OrderedJSONField
+
 NAME_PATTERN = r"^[A-Za-z0-9._-]{1,100}$"
 
 # READ, CREATE, EDIT, INVOKE, DELETE on agents. Environments carry the same codenames so a
@@ -101,7 +103,7 @@ class AgentVersion(models.Model):
     number = models.PositiveIntegerField()
     version_label = models.CharField(max_length=100, blank=True)
     notes = models.TextField(blank=True)
-    config = models.JSONField()
+    config = OrderedJSONField()
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

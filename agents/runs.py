@@ -6,9 +6,8 @@ stream itself holds no database connection; `RunRecorder.save` writes once at th
 
 from __future__ import annotations
 
-import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -45,7 +44,6 @@ class Invocation:
     response_id: str
     spec: AgentSpec
     run_input: RunInput
-    started: float = field(default_factory=time.monotonic)
 
 
 def invocation_start(
@@ -237,12 +235,12 @@ class RunRecorder:
         elif self.status == RunStatus.IN_PROGRESS:
             self.status = RunStatus.FAILED
             self.error = {"code": "interrupted", "message": "the run ended without an answer"}
-        elapsed = int((time.monotonic() - self.invocation.started) * 1000)
-        run = Run.objects.only("messages").get(pk=self.invocation.run_id)
+        run = Run.objects.only("messages", "started_at").get(pk=self.invocation.run_id)
+        now = timezone.now()
         Run.objects.filter(pk=self.invocation.run_id).update(
             status=self.status,
-            completed_at=timezone.now(),
-            latency_ms=elapsed,
+            completed_at=now,
+            latency_ms=int((now - run.started_at).total_seconds() * 1000),
             tokens_usage=self.usage,
             messages=[*run.messages, *self.turn],
             output=self.output,

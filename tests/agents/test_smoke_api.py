@@ -35,3 +35,19 @@ def test_owner_creates_versions_looks_up_and_deletes_an_agent(owner_client):
         format="json",
     )
     assert again.status_code == 201
+
+
+def test_a_stored_config_keeps_the_order_of_its_keys(owner_client):
+    from agents.examples import PERSON_EXTRACTOR
+
+    created = owner_client.post("/v1/agents", PERSON_EXTRACTOR, format="json").json()
+    version = owner_client.get(f"/v1/agents/{created['id']}/versions/1").json()["version"]
+    schema = version["config"]["tools"][0]["outputSchema"]
+    # jsonb would answer age, name, occupation; the model must see the schema as written.
+    assert list(schema["properties"]) == ["name", "age", "occupation"]
+    answer = owner_client.post(
+        f"/v1/agents/{created['id']}/versions/latest/invoke",
+        {"messages": [{"role": "user", "content": "John Doe is a 35-year-old software engineer"}]},
+        format="json",
+    )
+    assert answer.content == b'{"name":"John Doe","age":35,"occupation":"software engineer"}'

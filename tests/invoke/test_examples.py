@@ -229,8 +229,8 @@ def test_tool_agent_calls_a_task_agent_and_counts_its_tokens(
         Turn(text=["The review is positive."], usage=(7, 3)),
     )
     # The offline model hands quoted strings to string parameters in schema order, and the
-    # schema comes back from jsonb with its keys sorted by length: review, then product.
-    ask = 'Rate the sentiment of the review "Boils fast, very positive" of "Acme kettle"'
+    # stored schema keeps the order it was written in: product, then review.
+    ask = 'Rate the sentiment of the review of "Acme kettle": "Boils fast, very positive"'
 
     answer = invoke(
         owner_client,
