@@ -67,7 +67,9 @@ def owner_client(owner: Any) -> APIClient:
 @pytest.fixture
 def make_agent(env: Environment, admin_user: Any) -> Callable[..., Agent]:
     def make(
-        name: str = "calc", agent_type: str = "tool", environment: Environment | None = None,
+        name: str = "calc",
+        agent_type: str = "tool",
+        environment: Environment | None = None,
         config: dict[str, Any] | None = None,
     ) -> Agent:
         agent, _ = agent_create(
