@@ -31,6 +31,18 @@ class ToolCallPart:
     arguments: str  # a JSON object as text, "{}" when the model sent nothing
 
 
+@dataclass
+class PartialToolCall:
+    """A tool call whose arguments arrive in fragments (both network providers stream so)."""
+
+    call_id: str = ""
+    name: str = ""
+    parts: list[str] = field(default_factory=list)
+
+    def part(self) -> ToolCallPart:
+        return ToolCallPart(self.call_id, self.name, "".join(self.parts).strip() or "{}")
+
+
 @dataclass(frozen=True)
 class Message:
     role: Role

@@ -13,7 +13,6 @@ import contextlib
 import json
 import threading
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import urllib3.exceptions
@@ -30,6 +29,7 @@ from agents.llm.base import (
     Finished,
     Message,
     ModelRequest,
+    PartialToolCall,
     ProviderError,
     ProviderEvent,
     TextChunk,
@@ -144,21 +144,11 @@ def _input(call: ToolCallPart) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-@dataclass
-class _PendingCall:
-    call_id: str
-    name: str
-    parts: list[str] = field(default_factory=list)
-
-    def part(self) -> ToolCallPart:
-        return ToolCallPart(self.call_id, self.name, "".join(self.parts).strip() or "{}")
-
-
 class _Translator:
     """ConverseStream events in, provider events out; tool input joined per content block."""
 
     def __init__(self) -> None:
-        self.calls: dict[int, _PendingCall] = {}
+        self.calls: dict[int, PartialToolCall] = {}
         self.usage = Usage()
         self.stop_reason: StopReason = "end_turn"
 
@@ -168,7 +158,7 @@ class _Translator:
             tool_use = start.get("start", {}).get("toolUse")
             if tool_use:
                 index = start.get("contentBlockIndex", 0)
-                self.calls[index] = _PendingCall(tool_use["toolUseId"], tool_use["name"])
+                self.calls[index] = PartialToolCall(tool_use["toolUseId"], tool_use["name"])
         elif "contentBlockDelta" in event:
             return self._delta(event["contentBlockDelta"])
         elif "contentBlockStop" in event:

@@ -10,7 +10,6 @@ import asyncio
 import os
 import weakref
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import openai
@@ -20,11 +19,11 @@ from agents.llm.base import (
     Finished,
     Message,
     ModelRequest,
+    PartialToolCall,
     ProviderError,
     ProviderEvent,
     TextChunk,
     ToolCallChunk,
-    ToolCallPart,
     ToolSpec,
     Usage,
 )
@@ -157,21 +156,11 @@ def _tool_choice(request: ModelRequest) -> ChatCompletionToolChoiceOptionParam |
     return {"type": "function", "function": {"name": request.force_tool}}
 
 
-@dataclass
-class _PendingCall:
-    call_id: str = ""
-    name: str = ""
-    parts: list[str] = field(default_factory=list)
-
-    def part(self) -> ToolCallPart:
-        return ToolCallPart(self.call_id, self.name, "".join(self.parts).strip() or "{}")
-
-
 class _Translator:
     """Chunks in, provider events out; tool-call fragments joined per `index`."""
 
     def __init__(self) -> None:
-        self.calls: dict[int, _PendingCall] = {}
+        self.calls: dict[int, PartialToolCall] = {}
         self.usage = Usage()
         self.stop_reason: StopReason = "end_turn"
 
@@ -184,7 +173,7 @@ class _Translator:
             if delta.content:
                 events.append(TextChunk(delta.content))
             for fragment in delta.tool_calls or ():
-                call = self.calls.setdefault(fragment.index, _PendingCall())
+                call = self.calls.setdefault(fragment.index, PartialToolCall())
                 call.call_id = fragment.id or call.call_id
                 if fragment.function is not None:
                     call.name = fragment.function.name or call.name
