@@ -177,6 +177,12 @@ CELERY_RESULT_BACKEND = None
 
 LLM_OFFLINE = env.bool("LLM_OFFLINE", default=False)
 
+# ---------------------------------------------------------------- guardrails
+
+# Streamed output is held until a sentence ends or this many characters pile up, then
+# checked by the output guardrails before the client sees it.
+GUARDRAIL_WINDOW_CHARS = env.int("GUARDRAIL_WINDOW_CHARS", default=200)
+
 # ---------------------------------------------------------------- i18n, static
 
 LANGUAGE_CODE = "en-us"

@@ -32,7 +32,8 @@ from agents.runtime.events import (
 )
 from agents.runtime.spec import AgentSpec, RunInput
 from agents.runtime.task_agent import TaskInputError, prepare_inputs
-from guardrails.selectors import unknown_guardrail_names
+from guardrails.engines.rules import Rule
+from guardrails.selectors import guardrail_rules, unknown_guardrail_names
 
 CHAT_TYPES = ("tool", "rag")
 TASK_TYPES = ("task",)
@@ -84,12 +85,13 @@ def invocation_start(
             raise DomainError(f"Agent type {agent.agent_type} not supported in {route} endpoints.")
         _check_guardrails(guardrails, environment)
         spec = agent_spec(agent=agent, version=version)
+        rules = tuple(_rules([*spec.config.guardrails, *guardrails], environment))
         if isinstance(spec.config, TaskAgentConfig):
             inputs, _ = _task_inputs(spec.config, inputs)
-            run_input = RunInput(inputs=inputs)
+            run_input = RunInput(inputs=inputs, guardrails=rules, guard_window=_window())
             Run.objects.filter(pk=run.pk).update(messages=[{"role": "user", "inputs": inputs}])
         else:
-            run_input = RunInput(messages=messages)
+            run_input = RunInput(messages=messages, guardrails=rules, guard_window=_window())
     except (Invalid, DomainError) as exc:
         _fail(run, "invalid_request", str(exc))
         exc.run_id = run.pk
@@ -106,6 +108,19 @@ def _check_guardrails(names: tuple[str, ...], environment: Environment) -> None:
                 for n in unknown
             ]
         )
+
+
+def _rules(names: list[str], environment: Environment) -> list[Rule]:
+    names = list(dict.fromkeys(names))
+    # A guardrail of the config may have been disabled since: refuse to run without it.
+    missing = unknown_guardrail_names(names=names, environment_id=environment.pk)
+    if missing:
+        raise DomainError(f"Guardrail '{missing[0]}' of this agent is not available.")
+    return guardrail_rules(names=names, environment_id=environment.pk)
+
+
+def _window() -> int:
+    return int(settings.GUARDRAIL_WINDOW_CHARS)
 
 
 def _task_inputs(config: TaskAgentConfig, inputs: Any) -> tuple[dict[str, Any], str]:

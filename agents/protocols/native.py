@@ -95,7 +95,9 @@ def response_body(events: list[Event]) -> dict[str, Any]:
                     "arguments": event.arguments,
                 }
             )
-    output.append(_message("".join(text) or done.text))
+    # A guardrail's block replaces the whole answer: nothing of it was sent yet.
+    final = done.text if "guardrail" in done.custom_outputs else "".join(text) or done.text
+    output.append(_message(final))
     body: dict[str, Any] = {
         "object": "response",
         "id": created.response_id,

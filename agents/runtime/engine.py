@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import Any
 
 from agents.llm.base import ProviderError
 from agents.runtime.events import Event, ResponseCreated, ResponseFailed
+from agents.runtime.guard import Guard, blocked_events, guard_output
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
 from agents.runtime.task_agent import run_task_agent
 from agents.runtime.tool_agent import run_tool_agent
@@ -40,12 +42,19 @@ async def run(
     ResponseCompleted or ResponseFailed."""
     meter = meter or Meter()
     yield ResponseCreated(response_id or new_response_id(), spec.model, int(time.time()))
-    flow = FLOWS.get(spec.agent_type)
-    if flow is None:
-        yield ResponseFailed("unsupported", f"{spec.agent_type} agents cannot run yet", meter.usage)
-        return
+    guard = Guard(run_input.guardrails, run_input.guard_window)
     try:
-        async for event in flow(spec, run_input, meter, 0):
+        # Before any model call: a blocked input never reaches a provider.
+        blocked = await guard.check(user_texts(run_input), "input")
+        if blocked is not None:
+            for event in blocked_events(blocked, meter):
+                yield event
+            return
+        flow_for = FLOWS.get(spec.agent_type)
+        if flow_for is None:
+            raise RunFailure("unsupported", f"{spec.agent_type} agents cannot run yet")
+        flow = flow_for(spec, run_input, meter, 0)
+        async for event in guard_output(flow, guard, meter):
             yield event
     except RunFailure as exc:
         yield ResponseFailed(exc.code, exc.message, meter.usage)
@@ -54,3 +63,22 @@ async def run(
     except Exception:  # a bug must still end the stream with a final line, not cut it
         logger.exception("run of agent %s failed", spec.agent_id)
         yield ResponseFailed("internal_error", "the run failed unexpectedly", meter.usage)
+
+
+def user_texts(run_input: RunInput) -> list[str]:
+    """What the user wrote: their messages, or a task agent's string inputs. Never the
+    system prompt, which is the agent author's."""
+    if run_input.inputs is not None:
+        return list(_strings(run_input.inputs))
+    return [m.text for m in run_input.messages if m.role == "user"]
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)

@@ -8,6 +8,7 @@ from typing import Any
 
 from agents.configs import AgentConfig
 from agents.llm.base import Message, Provider, Usage
+from guardrails.engines.rules import Rule
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,9 @@ class AgentSpec:
 class RunInput:
     messages: tuple[Message, ...] = ()
     inputs: Mapping[str, Any] | None = None  # task agents: validated, defaults filled
+    # The agent's guardrails and the request's, in the order they were named.
+    guardrails: tuple[Rule, ...] = ()
+    guard_window: int = 200  # characters of output held at most before a check
 
 
 class RunFailure(Exception):

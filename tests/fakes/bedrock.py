@@ -1,11 +1,14 @@
 """A fake Bedrock Runtime that the real boto3 talks to over HTTP.
 
 `POST /model/{modelId}/converse-stream` answers `application/vnd.amazon.eventstream`
-frames; `POST /model/{modelId}/converse` answers the same turn as one JSON document.
-Errors are rest-json errors: a status, `x-amzn-ErrorType` and `{"message": ...}`.
+frames; `POST /model/{modelId}/converse` answers the same turn as one JSON document;
+`POST /guardrail/{guardrailIdentifier}/version/{guardrailVersion}/apply` (ApplyGuardrail)
+answers a scripted `Guard`. Errors are rest-json errors: a status, `x-amzn-ErrorType` and
+`{"message": ...}`.
 
     with FakeBedrock() as fake:
         fake.script(Fail(429), Turn(text=["Hel", "lo"]))
+        fake.script(Guard(action="GUARDRAIL_INTERVENED", assessments=[content_filter("INSULTS")]))
         # point boto3 at fake.url (AWS_ENDPOINT_URL_BEDROCK_RUNTIME)
 """
 
@@ -14,7 +17,8 @@ from __future__ import annotations
 import binascii
 import json
 import struct
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 from urllib.parse import unquote
 
 from tests.fakes.server import Call, Fail, FakeHandler, FakeServer, Recorded, Turn
@@ -30,6 +34,83 @@ ERROR_TYPES = {
     503: "ServiceUnavailableException",
 }
 EVENTSTREAM = "application/vnd.amazon.eventstream"
+GUARDRAIL_BLOCKED = "Sorry, the model cannot answer this question."
+
+
+@dataclass(frozen=True, kw_only=True)
+class Guard(Turn):
+    """One ApplyGuardrail answer, keyword arguments only (a `Turn` so that it queues like
+    one, as `fake.script(...)` or `fake.fallback`; of Turn's own fields only `delay` applies).
+
+    action: the guardrail's verdict; outputs: the texts Bedrock sends back (default: its
+    stock blocked message when it intervened, nothing otherwise); assessments: the
+    `GuardrailAssessment` objects, as the wire spells them (see `content_filter` and
+    friends); action_reason: the optional `actionReason`.
+    """
+
+    action: Literal["NONE", "GUARDRAIL_INTERVENED"] = "NONE"
+    outputs: tuple[str, ...] | list[str] | None = None
+    assessments: tuple[dict[str, Any], ...] | list[dict[str, Any]] = ()
+    action_reason: str | None = None
+    units: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.text or self.calls:
+            raise TypeError("Guard takes keyword arguments: Guard(action=..., assessments=...)")
+
+
+def content_filter(
+    kind: str, confidence: str = "HIGH", action: str = "BLOCKED", strength: str = "HIGH"
+) -> dict[str, Any]:
+    """An assessment of the content policy with one filter (INSULTS, HATE, PROMPT_ATTACK …)."""
+    return {
+        "contentPolicy": {
+            "filters": [
+                {
+                    "type": kind,
+                    "confidence": confidence,
+                    "filterStrength": strength,
+                    "action": action,
+                    "detected": action != "NONE",
+                }
+            ]
+        }
+    }
+
+
+def denied_topic(name: str, action: str = "BLOCKED") -> dict[str, Any]:
+    topic = {"name": name, "type": "DENY", "action": action, "detected": action != "NONE"}
+    return {"topicPolicy": {"topics": [topic]}}
+
+
+def word_match(match: str, managed: bool = False, action: str = "BLOCKED") -> dict[str, Any]:
+    """A word policy assessment: a custom word, or a word of the managed PROFANITY list."""
+    word: dict[str, Any] = {"match": match, "action": action, "detected": action != "NONE"}
+    if managed:
+        return {
+            "wordPolicy": {"customWords": [], "managedWordLists": [{**word, "type": "PROFANITY"}]}
+        }
+    return {"wordPolicy": {"customWords": [word], "managedWordLists": []}}
+
+
+def pii_match(match: str, kind: str = "EMAIL", action: str = "BLOCKED") -> dict[str, Any]:
+    entity = {"match": match, "type": kind, "action": action, "detected": action != "NONE"}
+    return {"sensitiveInformationPolicy": {"piiEntities": [entity], "regexes": []}}
+
+
+def regex_match(match: str, name: str, regex: str, action: str = "BLOCKED") -> dict[str, Any]:
+    found = {"name": name, "match": match, "regex": regex, "action": action}
+    return {
+        "sensitiveInformationPolicy": {
+            "piiEntities": [],
+            "regexes": [{**found, "detected": action != "NONE"}],
+        }
+    }
+
+
+def grounding(kind: str, score: float, threshold: float, action: str = "BLOCKED") -> dict[str, Any]:
+    found = {"type": kind, "threshold": threshold, "score": score, "action": action}
+    return {"contextualGroundingPolicy": {"filters": [{**found, "detected": action != "NONE"}]}}
 
 
 def encode_message(headers: dict[str, str], payload: bytes) -> bytes:
@@ -77,7 +158,14 @@ def _crc(data: bytes) -> int:
 
 class BedrockHandler(FakeHandler):
     def answer(self, recorded: Recorded, turn: Turn) -> None:
-        if recorded.path.endswith("/converse-stream"):
+        if recorded.path.endswith("/apply") and recorded.path.startswith("/guardrail/"):
+            if isinstance(turn, Guard):
+                self.send_json(200, self.guard(recorded, turn), {"x-amzn-RequestId": "fake"})
+            else:
+                self.send_json(500, {"message": "the fake was scripted a Turn, not a Guard"})
+        elif isinstance(turn, Guard):
+            self.send_json(500, {"message": f"the fake was scripted a Guard for {recorded.path}"})
+        elif recorded.path.endswith("/converse-stream"):
             self.start_stream(EVENTSTREAM, {"x-amzn-RequestId": "fake-request"})
             events, end = self.events(turn)
             error = encode_exception("internalServerException", "The model stream failed")
@@ -134,6 +222,36 @@ class BedrockHandler(FakeHandler):
     def call_id(self, call: Call) -> str:
         return self.fake.call_id(call, "tooluse_fake_")
 
+    def guard(self, recorded: Recorded, guard: Guard) -> dict[str, Any]:
+        """The ApplyGuardrailResponse document of `guard`."""
+        content = recorded.body.get("content", []) if isinstance(recorded.body, dict) else []
+        chars = sum(len(block.get("text", {}).get("text", "")) for block in content)
+        units = -(-chars // 1000)  # Bedrock bills text in units of up to 1,000 characters
+        outputs = guard.outputs
+        if outputs is None:
+            outputs = [GUARDRAIL_BLOCKED] if guard.action == "GUARDRAIL_INTERVENED" else []
+        usage = dict.fromkeys(
+            (
+                "topicPolicyUnits",
+                "contentPolicyUnits",
+                "wordPolicyUnits",
+                "sensitiveInformationPolicyUnits",
+                "sensitiveInformationPolicyFreeUnits",
+                "contextualGroundingPolicyUnits",
+            ),
+            units,
+        )
+        document: dict[str, Any] = {
+            "usage": usage | guard.units,
+            "action": guard.action,
+            "outputs": [{"text": text} for text in outputs],
+            "assessments": list(guard.assessments),
+            "guardrailCoverage": {"textCharacters": {"guarded": chars, "total": chars}},
+        }
+        if guard.action_reason is not None:
+            document["actionReason"] = guard.action_reason
+        return document
+
 
 def _delta(index: int, delta: dict[str, Any]) -> bytes:
     return encode_event("contentBlockDelta", {"contentBlockIndex": index, "delta": delta})
@@ -153,10 +271,18 @@ def _usage(turn: Turn) -> dict[str, int]:
 
 
 class FakeBedrock(FakeServer):
-    """Bedrock Runtime's Converse and ConverseStream, scripted by the test."""
+    """Bedrock Runtime's Converse, ConverseStream and ApplyGuardrail, scripted by the test."""
 
     handler = BedrockHandler
 
     def model_ids(self) -> list[str]:
         """The model id of every request, in order (the URL path, decoded)."""
         return [unquote(r.path.split("/")[2]) for r in self.requests]
+
+    def guardrails(self) -> list[tuple[str, str]]:
+        """(identifier, version) of every ApplyGuardrail request, in order (decoded)."""
+        return [
+            (unquote(parts[2]), unquote(parts[4]))
+            for r in self.requests
+            if (parts := r.path.split("/"))[1:2] == ["guardrail"]
+        ]

@@ -1,0 +1,157 @@
+"""Guardrails in the runtime: input checked before any model call, output checked in
+windows before the client sees it.
+
+Text is held until a sentence ends (or `window` characters pile up, cut at a word
+boundary), then the window, with the tail of what was already released for context, is
+checked and released. A word split across deltas is therefore checked whole, and what a
+guardrail blocks has never left the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agents.runtime.events import (
+    Event,
+    ResponseCompleted,
+    ResponseFailed,
+    TextDelta,
+    ToolCall,
+)
+from agents.runtime.spec import Meter
+from guardrails.engines.base import Stage
+from guardrails.engines.rules import Rule
+
+CONTEXT_CHARS = 64  # of released text, re-checked with each window: phrases span windows
+_SENTENCE_END = re.compile(r"[.!?…](?:[\"')\]]*)\s+|\n")
+
+
+@dataclass(frozen=True)
+class Intervention:
+    name: str
+    stage: Stage
+    message: str
+
+    def custom_outputs(self) -> dict[str, Any]:
+        return {"guardrail": {"action": "BLOCKED", "name": self.name, "stage": self.stage}}
+
+
+class Guard:
+    def __init__(self, rules: Sequence[Rule], window: int = 200) -> None:
+        self.rules = tuple(rules)
+        self.window = window
+        self.output_rules = tuple(r for r in self.rules if "output" in r.stages)
+
+    async def check(self, texts: Iterable[str], stage: Stage) -> Intervention | None:
+        """The first rule (in the order they were named) that blocks any of `texts`."""
+        rules = [r for r in self.rules if stage in r.stages]
+        texts = [t for t in texts if t.strip()]
+        if not rules or not texts:
+            return None
+        verdicts = await asyncio.gather(
+            *(rule.engine.acheck(text, stage) for rule in rules for text in texts)
+        )
+        for index, verdict in enumerate(verdicts):
+            if verdict.blocked:
+                rule = rules[index // len(texts)]
+                return Intervention(rule.name, stage, rule.message(stage))
+        return None
+
+
+def release_point(held: str, window: int) -> int:
+    """How much of the held text may be released: through the last sentence end, or, past
+    `window` characters, up to the last word boundary (a word is never cut in two)."""
+    last_end = 0
+    for match in _SENTENCE_END.finditer(held):
+        last_end = match.end()
+    if last_end:
+        return last_end
+    if len(held) < window:
+        return 0
+    space = held.rfind(" ", 0, window)
+    return space + 1 if space > 0 else window
+
+
+def blocked_events(intervention: Intervention, meter: Meter) -> list[Event]:
+    return [
+        TextDelta(intervention.message),
+        ResponseCompleted(
+            usage=meter.usage,
+            text=intervention.message,
+            custom_outputs=intervention.custom_outputs(),
+        ),
+    ]
+
+
+async def guard_output(
+    events: AsyncIterator[Event], guard: Guard, meter: Meter
+) -> AsyncIterator[Event]:
+    """Pass `events` through, holding text until the guard has passed it."""
+    if not guard.output_rules:
+        async for event in events:
+            yield event
+        return
+    window = _Window(guard)
+    async for event in events:
+        if isinstance(event, TextDelta):
+            released, block = await window.add(event.text)
+        elif isinstance(event, ToolCall | ResponseCompleted | ResponseFailed):
+            released, block = await window.flush()
+            if block is None:
+                block = await guard.check(_shown(event), "output")
+        else:
+            released, block = None, None
+        if released:
+            yield TextDelta(released)
+        if block is not None:
+            await _close(events)
+            for replacement in blocked_events(block, meter):
+                yield replacement
+            return
+        if not isinstance(event, TextDelta):
+            yield event
+
+
+def _shown(event: Event) -> list[str]:
+    """The text of an event the client will see besides the deltas."""
+    if isinstance(event, ToolCall):
+        return [event.arguments]
+    if isinstance(event, ResponseCompleted) and event.object_answer and event.structured:
+        return [json.dumps(event.structured, ensure_ascii=False)]
+    return []
+
+
+async def _close(events: AsyncIterator[Event]) -> None:
+    # Stop the model: closing the flow closes the provider's stream and its connection.
+    aclose = getattr(events, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+class _Window:
+    def __init__(self, guard: Guard) -> None:
+        self.guard = guard
+        self.held = ""
+        self.tail = ""
+
+    async def add(self, text: str) -> tuple[str, Intervention | None]:
+        self.held += text
+        cut = release_point(self.held, self.guard.window)
+        return await self._release(cut) if cut else ("", None)
+
+    async def flush(self) -> tuple[str, Intervention | None]:
+        return await self._release(len(self.held)) if self.held else ("", None)
+
+    async def _release(self, cut: int) -> tuple[str, Intervention | None]:
+        chunk, self.held = self.held[:cut], self.held[cut:]
+        block = await self.guard.check([self.tail + chunk], "output")
+        if block is not None:
+            self.held = ""
+            return "", block
+        self.tail = (self.tail + chunk)[-CONTEXT_CHARS:]
+        return chunk, None
