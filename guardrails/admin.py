@@ -25,7 +25,7 @@ class GuardrailForm(forms.ModelForm):
         )
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         config = data.get("engine_config")
         if not isinstance(config, dict):
             raise forms.ValidationError({"engine_config": "must be a JSON object"})

@@ -444,3 +444,28 @@ def test_object_permissions_page_lists_the_holders(site, world, model):
     manage = page(site, f"{model}_permissions_manage_user", target.pk, holder.pk)
     assert '<option value="invoke_agent" selected>' in manage
     assert '<option value="view_agent">' in manage
+
+
+def test_guardrail_admin_saves_an_engine_and_refuses_one_it_cannot_build(site):
+    from guardrails.models import Guardrail
+
+    url = reverse("admin:guardrails_guardrail_add")
+    fields = {
+        "name": "Team-Profanity",
+        "description": "Profanity, our wording",
+        "enabled": "on",
+        "engine": "local",
+        "blocked_input_message": "Please rephrase.",
+        "blocked_output_message": "Answer withheld.",
+    }
+    refused = site.post(url, {**fields, "engine_config": '{"detector": "profanityy"}'})
+    assert "unknown guardrail detector" in str(errors_of(refused)["engine_config"])
+    assert not Guardrail.objects.filter(name="Team-Profanity").exists()
+
+    saved = site.post(url, {**fields, "engine_config": '{"detector": "profanity"}'})
+    assert saved.status_code == 302
+    row = Guardrail.objects.get(name="Team-Profanity")
+    assert (row.engine_config, row.blocked_output_message) == (
+        {"detector": "profanity"},
+        "Answer withheld.",
+    )
