@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.test import override_settings
 
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
@@ -175,3 +176,38 @@ def test_a_disabled_guardrail_of_the_config_refuses_the_run(owner_client, make_a
     answer = invoke(owner_client, agent, "invoke", ask("Hello"))
     assert answer.status == 400
     assert "HAIP-Profanity" in answer.body["detail"]
+
+
+def test_a_bedrock_guardrail_checks_input_and_output_through_apply_guardrail(
+    owner_client, make_agent, bedrock_server
+):
+    """The model is Bedrock too: one scripted queue serves ConverseStream and
+    ApplyGuardrail, so the order of the calls is asserted by the script itself."""
+    from tests.fakes.bedrock import Guard, content_filter
+
+    Guardrail.objects.create(
+        name="Corp-Bedrock",
+        description="Our Bedrock guardrail",
+        engine="bedrock",
+        engine_config={"guardrailId": "gr-123", "version": "2", "maxRetries": 0},
+        blocked_output_message="Withheld by policy.",
+    )
+    bedrock_server.reset()
+    with override_settings(LLM_OFFLINE=False):
+        agent = make_agent(
+            "Guarded",
+            "tool",
+            config={**CALCULATOR["config"], "guardrails": ["Corp-Bedrock"]},
+        )
+        bedrock_server.script(
+            Guard(action="NONE"),  # the question
+            Turn(text=["You are ", "a fool."]),  # the model's answer …
+            Guard(action="GUARDRAIL_INTERVENED", assessments=[content_filter("INSULTS")]),
+        )
+        answer = invoke(owner_client, agent, "invoke-stream", ask("Be honest with me."))
+    assert answer.text == "Withheld by policy."
+    assert guardrail_of(answer) == {"action": "BLOCKED", "name": "Corp-Bedrock", "stage": "output"}
+    sources = [b.get("source") for b in bedrock_server.bodies if "source" in b]
+    assert sources == ["INPUT", "OUTPUT"]
+    assert bedrock_server.guardrails() == [("gr-123", "2"), ("gr-123", "2")]
+    assert bedrock_server.bodies[2]["content"] == [{"text": {"text": "You are a fool."}}]
