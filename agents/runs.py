@@ -111,12 +111,11 @@ def _check_guardrails(names: tuple[str, ...], environment: Environment) -> None:
 
 
 def _rules(names: list[str], environment: Environment) -> list[Rule]:
-    names = list(dict.fromkeys(names))
-    # A guardrail of the config may have been disabled since: refuse to run without it.
-    missing = unknown_guardrail_names(names=names, environment_id=environment.pk)
-    if missing:
-        raise DomainError(f"Guardrail '{missing[0]}' of this agent is not available.")
-    return guardrail_rules(names=names, environment_id=environment.pk)
+    try:
+        return guardrail_rules(names=names, environment_id=environment.pk)
+    except LookupError as exc:
+        # A guardrail of the config may have been disabled since: refuse to run without it.
+        raise DomainError(f"Guardrail '{exc.args[0]}' of this agent is not available.") from None
 
 
 def _window() -> int:

@@ -4,12 +4,17 @@ tests/fakes' FakeOpenAI serves each connection from a thread behind a listen bac
 with hundreds of clients connecting at once some are reset, and its threads slow each
 other's pauses down. This one speaks the same wire format (`POST /v1/chat/completions`,
 `stream: true`, `data: {chunk}` … `data: [DONE]` with `include_usage`) to any number of
-clients. Every answer is the same numbered text, so a client can check order and loss.
+clients. Every answer is the same text, so a client can check order and loss: numbered
+deltas (`<00>` … `<49>`), or with `--prose` the 2,000 characters of English prose in
+PROSE, one word a delta (with its leading space, as a model's tokens come).
 
-    python bench/sse_fake.py [--deltas 50] [--pause 0.04]
+    python bench/sse_fake.py [--deltas 50] [--pause 0.04] [--prose] [--record]
 
 prints `port <n>` once listening, serves until SIGTERM, and answers `GET /stats` with the
-number of calls and the peak of streams open at once.
+number of calls and the peak of streams open at once. With `--record` it keeps, for every
+call in the order they came, the `time.monotonic()` at which it wrote each event (the role
+chunk, the deltas, the finish chunk, the usage chunk, `[DONE]`), and answers them to
+`GET /calls`: on one machine that clock is the same in every process.
 """
 
 from __future__ import annotations
@@ -17,9 +22,42 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import signal
 import time
 from typing import Any
+
+# 2,000 characters, 21 sentences, nothing any shipped guardrail objects to.
+PROSE = (
+    "The old lighthouse at the end of the harbour has guided ships for more than a century. Its "
+    "lamp was first lit by oil, then by gas, and finally by electricity in the spring of 1931. "
+    "Each keeper wrote the weather, the passing vessels and the state of the lens into a thick "
+    "logbook. Those books now sit in the town library, where anyone may read them on a quiet "
+    "afternoon. They tell of calm summer nights, of winter gales that shook the tower, and of "
+    "fog that lasted for days. One entry describes a fishing boat that lost its way and followed "
+    "the beam safely home. Another records the arrival of a new lens, carried up the spiral "
+    "stairs in seven careful pieces. The keepers were practical people who mended engines, "
+    "painted railings and grew vegetables in the yard. Their children walked two miles along the "
+    "coast road to reach the village school each morning. When the light was automated, the last "
+    "keeper stayed on to show visitors around the tower. Today a small museum on the ground "
+    "floor displays his tools, his charts and a brass telescope. Volunteers guide groups up the "
+    "hundred and twelve steps to the gallery below the lamp. From there, on a clear day, you can "
+    "see the islands to the north and the cliffs beyond the bay. Birdwatchers come in autumn to "
+    "count the geese that rest on the marshes behind the dunes. In the evening, the beam still "
+    "sweeps across the water every ten seconds, as it always has. The town celebrates the "
+    "lighthouse with a festival of music, boats and lanterns every August. Families gather on "
+    "the pier to watch the parade and to share bread, cheese and fresh fruit. Local bakers sell "
+    "small cakes shaped like the tower, and the school choir sings old sea songs. At dusk the "
+    "harbour master switches on a string of lamps along the breakwater. Sailors in the bay "
+    "answer with their horns, and the crowd cheers each one in turn. Later, when the square is "
+    "quiet again, the beam keeps turning over the dark and patient sea, and the whole town "
+    "sleeps soundly under its steady ray."
+)
+
+
+def prose_deltas() -> list[str]:
+    """PROSE one word a delta: "The", " old", " lighthouse", …, " ray."."""
+    return re.findall(r" ?\S+", PROSE)
 
 
 def delta_text(number: int) -> str:
@@ -37,12 +75,16 @@ def sse(data: dict[str, Any] | str) -> bytes:
 
 
 class Fake:
-    def __init__(self, deltas: int, pause: float) -> None:
-        self.deltas = deltas
+    def __init__(self, deltas: int | list[str], pause: float, record: bool = False) -> None:
+        # A count of numbered deltas, or the delta texts themselves.
+        self.texts = deltas if isinstance(deltas, list) else [delta_text(n) for n in range(deltas)]
+        self.deltas = len(self.texts)
         self.pause = pause
         self.calls = 0
         self.open = 0
         self.peak = 0
+        self.record = record
+        self.sent: list[list[float]] = []  # with `record`: each call's write times
 
     def events(self, body: dict[str, Any]) -> list[bytes]:
         base: dict[str, Any] = {
@@ -62,7 +104,7 @@ class Fake:
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         return [
             chunk({"role": "assistant", "content": ""}),
-            *(chunk({"content": delta_text(n)}) for n in range(self.deltas)),
+            *(chunk({"content": text}) for text in self.texts),
             chunk({}, "stop"),
             sse({**base, "choices": [], "usage": usage}),
             sse("[DONE]"),
@@ -90,6 +132,9 @@ class Fake:
         if method == "GET" and target == "/stats":
             _send_json(writer, 200, {"calls": self.calls, "peakStreams": self.peak})
             return
+        if method == "GET" and target == "/calls":
+            _send_json(writer, 200, {"calls": self.sent})
+            return
         body = json.loads(raw) if raw else {}
         if method != "POST" or not target.endswith("/chat/completions") or not body.get("stream"):
             _send_json(writer, 400, {"error": {"message": "streamed chat completions only"}})
@@ -97,6 +142,9 @@ class Fake:
         self.calls += 1
         self.open += 1
         self.peak = max(self.peak, self.open)
+        sent: list[float] = []
+        if self.record:
+            self.sent.append(sent)
         try:
             writer.write(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -105,6 +153,8 @@ class Fake:
             for number, event in enumerate(self.events(body)):
                 if number:
                     await asyncio.sleep(self.pause)
+                if self.record:
+                    sent.append(time.monotonic())
                 writer.write(event)
                 await writer.drain()
             writer.write(b"0\r\n\r\n")
@@ -136,8 +186,14 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--deltas", type=int, default=50)
     parser.add_argument("--pause", type=float, default=0.04)
+    parser.add_argument(
+        "--prose", action="store_true", help="answer PROSE, one word a delta (--deltas ignored)"
+    )
+    parser.add_argument(
+        "--record", action="store_true", help="keep each call's write times for GET /calls"
+    )
     args = parser.parse_args()
-    fake = Fake(args.deltas, args.pause)
+    fake = Fake(prose_deltas() if args.prose else args.deltas, args.pause, args.record)
     server = await asyncio.start_server(fake.serve, "127.0.0.1", 0, backlog=4096)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)

@@ -31,11 +31,14 @@ def unknown_guardrail_names(*, names: list[str], environment_id: Any) -> list[st
 
 
 def guardrail_rules(*, names: list[str], environment_id: Any) -> list[Rule]:
-    """The rules behind `names` (already known to exist), in the given order."""
+    """The rules behind `names`, in the given order, from one query; raises LookupError
+    naming the first that is unknown or disabled."""
     rows = {g.name: g for g in guardrail_list(environment_id=environment_id).filter(name__in=names)}
     rules = []
     for name in dict.fromkeys(names):
-        row = rows[name]
+        row = rows.get(name)
+        if row is None:
+            raise LookupError(name)
         engine = build_engine(row.engine, row.engine_config, fail_open=row.fail_open)
         rules.append(
             Rule(
