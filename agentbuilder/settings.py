@@ -58,6 +58,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "agentbuilder.api.middleware.body_limit",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -130,7 +131,6 @@ ADMIN_PASSWORD = secret("ADMIN_PASSWORD", default="admin")
 # ---------------------------------------------------------------- API
 
 API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=1024 * 1024)
-DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["agents.api.authentication.BearerTokenAuthentication"],
@@ -158,7 +158,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"AgentTypeEnum": ["tool", "rag", "task"]},
+    "ENUM_NAME_OVERRIDES": {
+        "AgentTypeEnum": ["tool", "rag", "task"],
+        "DocumentStatusEnum": ["pending", "ready", "failed"],
+        "RunStatusEnum": ["in_progress", "completed", "failed", "canceled"],
+    },
 }
 
 # ---------------------------------------------------------------- cache (throttling)
@@ -176,6 +180,21 @@ CELERY_RESULT_BACKEND = None
 # ---------------------------------------------------------------- LLM
 
 LLM_OFFLINE = env.bool("LLM_OFFLINE", default=False)
+
+# ---------------------------------------------------------------- retrieval
+
+# Fixed per deployment: the vector column and its HNSW index are built for this size.
+EMBEDDING_DIM = env.int("EMBEDDING_DIM", default=384)
+EMBEDDING_PROVIDER = env.str("EMBEDDING_PROVIDER", default="local")  # local|bedrock|openai
+EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="") or None
+CHUNK_TOKENS = env.int("CHUNK_TOKENS", default=256)
+CHUNK_OVERLAP = env.int("CHUNK_OVERLAP", default=32)
+DOCUMENT_MAX_BYTES = env.int("DOCUMENT_MAX_BYTES", default=25 * 1024 * 1024)
+# Django's own cap must let a document through; each route's parser enforces its limit
+# (API_MAX_BODY_BYTES for JSON bodies, DOCUMENT_MAX_BYTES for uploads).
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(API_MAX_BODY_BYTES, DOCUMENT_MAX_BYTES + 64 * 1024)
+# Reranked nodes scoring below this (0..1) are left out of a RAG answer's context.
+RAG_SCORE_THRESHOLD = env.float("RAG_SCORE_THRESHOLD", default=0.0)
 
 # ---------------------------------------------------------------- guardrails
 

@@ -15,12 +15,20 @@ from django.utils import timezone
 
 from agentbuilder.errors import DomainError, ErrorItem, Invalid
 from agents import selectors
-from agents.configs import TaskAgentConfig, TaskAgentTool, ToolAgentConfig, config_parse
+from agents.configs import (
+    RagAgentConfig,
+    RagTool,
+    TaskAgentConfig,
+    TaskAgentTool,
+    ToolAgentConfig,
+    config_parse,
+)
 from agents.llm.base import Message
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.llm.registry import provider_for
 from agents.models import Agent, AgentVersion, Environment, LLMModel, Run, RunStatus
 from agents.permissions import Action
+from agents.rag import retriever, search_request
 from agents.runtime.engine import new_response_id
 from agents.runtime.events import (
     Event,
@@ -30,7 +38,7 @@ from agents.runtime.events import (
     ToolCall,
     ToolResult,
 )
-from agents.runtime.spec import AgentSpec, RunInput
+from agents.runtime.spec import AgentSpec, Retriever, RunInput
 from agents.runtime.task_agent import TaskInputError, prepare_inputs
 from guardrails.engines.rules import Rule
 from guardrails.selectors import guardrail_rules, unknown_guardrail_names
@@ -60,6 +68,7 @@ def invocation_start(
     inputs: dict[str, Any] | None = None,
     guardrails: tuple[str, ...] = (),
     thread_id: str = "",
+    rag_overrides: dict[str, Any] | None = None,
 ) -> Invocation:
     """Check the call, open its run and build the runtime spec.
 
@@ -91,7 +100,12 @@ def invocation_start(
             run_input = RunInput(inputs=inputs, guardrails=rules, guard_window=_window())
             Run.objects.filter(pk=run.pk).update(messages=[{"role": "user", "inputs": inputs}])
         else:
-            run_input = RunInput(messages=messages, guardrails=rules, guard_window=_window())
+            run_input = RunInput(
+                messages=messages,
+                guardrails=rules,
+                guard_window=_window(),
+                retrievers=_retrievers(spec, environment, rag_overrides),
+            )
     except (Invalid, DomainError) as exc:
         _fail(run, "invalid_request", str(exc))
         exc.run_id = run.pk
@@ -116,6 +130,24 @@ def _rules(names: list[str], environment: Environment) -> list[Rule]:
     except LookupError as exc:
         # A guardrail of the config may have been disabled since: refuse to run without it.
         raise DomainError(f"Guardrail '{exc.args[0]}' of this agent is not available.") from None
+
+
+def _retrievers(
+    spec: AgentSpec, environment: Environment, overrides: dict[str, Any] | None
+) -> dict[str, Retriever]:
+    config = spec.config
+    if isinstance(config, RagAgentConfig):
+        template = search_request(config, overrides)
+        return {"": retriever(environment_id=environment.pk, template=template)}
+    if isinstance(config, ToolAgentConfig):
+        return {
+            tool.name: retriever(
+                environment_id=environment.pk, template=search_request(tool.semantic_search_config)
+            )
+            for tool in config.tools
+            if isinstance(tool, RagTool)
+        }
+    return {}
 
 
 def _window() -> int:

@@ -17,11 +17,14 @@ from django.contrib.auth.hashers import check_password, make_password
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
+from retrieval.hxql import HxqlError, parse_hxql
 
 from agentbuilder.errors import Conflict, ErrorItem, Invalid, NotFound, PermissionDenied
 from agents.configs import (
     AgentConfig,
     FunctionTool,
+    RagAgentConfig,
+    RagTool,
     TaskAgentTool,
     ToolAgentConfig,
     config_dump,
@@ -80,6 +83,15 @@ def _catalog_errors(
 
     if isinstance(config, ToolAgentConfig):
         yield from _tool_errors(user, environment, config)
+    if isinstance(config, RagAgentConfig):
+        yield from _hxql_errors(config.hxql_query, ("hxqlQuery",))
+
+
+def _hxql_errors(query: str, loc: tuple[str | int, ...]) -> Iterable[ErrorItem]:
+    try:
+        parse_hxql(query)
+    except HxqlError as exc:
+        yield ErrorItem(loc, str(exc))
 
 
 def _tool_errors(
@@ -93,7 +105,10 @@ def _tool_errors(
         for a in agents_with(user, Action.READ).filter(pk__in=targets, environment=environment)
     }
     for index, tool in enumerate(config.tools):
-        if isinstance(tool, FunctionTool) and tool.func_name not in known_functions:
+        if isinstance(tool, RagTool):
+            loc = ("tools", index, "semanticSearchConfig", "hxqlQuery")
+            yield from _hxql_errors(tool.semantic_search_config.hxql_query, loc)
+        elif isinstance(tool, FunctionTool) and tool.func_name not in known_functions:
             yield ErrorItem(("tools", index, "funcName"), f"unknown function '{tool.func_name}'")
         elif isinstance(tool, TaskAgentTool):
             target = visible.get(tool.agent_id)

@@ -1,2 +1,83 @@
-# Documents and chunks arrive with the retrieval issue; migration 0001 already enables
-# pgvector so every deployment proves at migrate time that the extension is there.
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+# The text search configuration of the full-text index; a query must use the same one.
+TS_CONFIG = "english"
+
+
+class DocumentStatus(models.TextChoices):
+    PENDING = "pending"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class Document(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # A string reference, not an import: retrieval never imports the agents app.
+    environment = models.ForeignKey(
+        "agents.Environment", on_delete=models.CASCADE, related_name="documents"
+    )
+    title = models.CharField(max_length=500)
+    doc_type = models.CharField(max_length=100, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    source_name = models.CharField(max_length=255, blank=True)
+    media_type = models.CharField(max_length=100)
+    # The uploaded bytes (or the posted text): a worker on another host re-reads them.
+    source = models.BinaryField()
+    status = models.CharField(
+        max_length=10, choices=DocumentStatus.choices, default=DocumentStatus.PENDING
+    )
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    ingested_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["environment", "status"], name="document_env_status")]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Chunk(models.Model):
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    position = models.PositiveIntegerField()
+    text = models.TextField()
+    token_count = models.PositiveIntegerField()
+    start = models.PositiveIntegerField(default=0)  # character offsets in the document text
+    end = models.PositiveIntegerField(default=0)
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIM)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config=TS_CONFIG),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        ordering = ["document", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "position"], name="chunk_position_unique")
+        ]
+        indexes = [
+            HnswIndex(
+                name="chunk_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+            GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.position}"

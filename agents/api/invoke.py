@@ -23,6 +23,7 @@ from agentbuilder.wire import CamelModel
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.llm.base import Message
 from agents.protocols.native import NdjsonEncoder, response_body
+from agents.rag import OVERRIDES as RAG_OVERRIDES
 from agents.runs import CHAT_TYPES, TASK_TYPES, Invocation, RunRecorder, invocation_start
 from agents.runtime.engine import run
 from agents.runtime.events import Event, ResponseFailed
@@ -108,6 +109,7 @@ class _InvokeBase(AsyncAPIView, ApiView):
             "messages": _messages(chat),
             "guardrails": tuple(chat.guardrails),
             "thread_id": chat.thread_id or "",
+            "rag_overrides": chat.model_dump(include=set(RAG_OVERRIDES), exclude_none=True),
         }
 
     async def answer(self, agent_id: str, version_id: str) -> Any:

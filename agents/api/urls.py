@@ -1,6 +1,6 @@
 from django.urls import path
 
-from agents.api import invoke, views
+from agents.api import documents, invoke, views
 
 VERSION = "agents/<str:agentId>/versions/<str:versionId>"
 
@@ -10,6 +10,13 @@ urlpatterns = [
     path("models", views.ModelListView.as_view(), name="model-list"),
     path("agents", views.AgentListView.as_view(), name="agent-list"),
     path("runs", views.RunListView.as_view(), name="run-list"),
+    path("documents", documents.DocumentListView.as_view(), name="document-list"),
+    path(
+        "documents/<str:documentId>",
+        documents.DocumentDetailView.as_view(),
+        name="document-detail",
+    ),
+    path("search", documents.SearchView.as_view(), name="search"),
     path("runs/<str:runId>", views.RunDetailView.as_view(), name="run-detail"),
     path("agents/types", views.AgentTypeListView.as_view(), name="agent-types"),
     path("agents/lookup", views.AgentLookupView.as_view(), name="agent-lookup"),

@@ -15,6 +15,8 @@ Role = Literal["user", "assistant", "tool"]
 
 # Task agents send their inputs as a user message that starts with this header.
 TASK_INPUTS_HEADER = "Inputs:"
+# RAG agents ask a model whether an answer is grounded by forcing this tool.
+GROUNDING_TOOL = "grounding_check"
 
 
 @dataclass(frozen=True)

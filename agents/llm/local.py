@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from agents.llm.base import (
+    GROUNDING_TOOL,
     TASK_INPUTS_HEADER,
     Finished,
     Message,
@@ -75,8 +76,10 @@ class LocalModel:
 
 def _decide(request: ModelRequest) -> ToolCallPart | str:
     last = request.messages[-1] if request.messages else Message(role="user")
+    if request.force_tool == GROUNDING_TOOL:
+        return _call(_tool(request, GROUNDING_TOOL), _grounding(last.text), request)
     if request.force_tool:
-        spec = next(t for t in request.tools if t.name == request.force_tool)
+        spec = _tool(request, request.force_tool)
         return _call(spec, fill_schema(spec.parameters, _source_text(request)), request)
     if last.role == "tool":
         return _report_tool_results(request.messages)
@@ -87,6 +90,20 @@ def _decide(request: ModelRequest) -> ToolCallPart | str:
     if tool is not None:
         return _call(tool, _arguments(tool, text), request)
     return _plain_answer(request.system, text)
+
+
+def _tool(request: ModelRequest, name: str) -> ToolSpec:
+    return next(t for t in request.tools if t.name == name)
+
+
+def _grounding(text: str) -> dict[str, Any]:
+    """Grounded when each sentence of the answer shares most of its words with the context."""
+    context, _, answer = text.partition("\n\nAnswer:\n")
+    known = _words(context)
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", answer) if _words(s)]
+    supported = [len(_words(s) & known) / len(_words(s)) >= 0.6 for s in sentences]
+    score = sum(supported) / len(supported) if supported else 1.0
+    return {"grounded": all(supported), "score": round(score, 3)}
 
 
 def _call(spec: ToolSpec, arguments: dict[str, Any], request: ModelRequest) -> ToolCallPart:

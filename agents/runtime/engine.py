@@ -16,6 +16,7 @@ from typing import Any
 from agents.llm.base import ProviderError
 from agents.runtime.events import Event, ResponseCreated, ResponseFailed
 from agents.runtime.guard import Guard, blocked_events, guard_output
+from agents.runtime.rag_agent import run_rag_agent
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
 from agents.runtime.task_agent import run_task_agent
 from agents.runtime.tool_agent import run_tool_agent
@@ -24,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 Flow = Callable[[AgentSpec, RunInput, Meter, int], AsyncIterator[Event]]
 
-FLOWS: dict[str, Flow] = {"tool": run_tool_agent, "task": run_task_agent}
+FLOWS: dict[str, Flow] = {"tool": run_tool_agent, "task": run_task_agent, "rag": run_rag_agent}
 
 
 def new_response_id() -> str:

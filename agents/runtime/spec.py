@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents.configs import AgentConfig
 from agents.llm.base import Message, Provider, Usage
 from guardrails.engines.rules import Rule
+from retrieval.nodes import Node
+
+Retriever = Callable[[str], Awaitable[list[Node]]]
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,9 @@ class RunInput:
     # The agent's guardrails and the request's, in the order they were named.
     guardrails: tuple[Rule, ...] = ()
     guard_window: int = 200  # characters of output held at most before a check
+    # Retrieval, bound to the request's environment and overrides: "" for a RAG agent,
+    # a tool's name for a tool agent's semantic_search tool.
+    retrievers: Mapping[str, Retriever] = field(default_factory=dict)
 
 
 class RunFailure(Exception):

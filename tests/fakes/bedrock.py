@@ -3,19 +3,25 @@
 `POST /model/{modelId}/converse-stream` answers `application/vnd.amazon.eventstream`
 frames; `POST /model/{modelId}/converse` answers the same turn as one JSON document;
 `POST /guardrail/{guardrailIdentifier}/version/{guardrailVersion}/apply` (ApplyGuardrail)
-answers a scripted `Guard`. Errors are rest-json errors: a status, `x-amzn-ErrorType` and
-`{"message": ...}`.
+answers a scripted `Guard`; `POST /model/{modelId}/invoke` (InvokeModel) answers a `Turn` as
+Titan text embeddings v2 would: `{"embedding", "inputTextTokenCount"}`, the vector derived
+from the text (`titan_embedding`). Errors are rest-json errors: a status, `x-amzn-ErrorType`
+and `{"message": ...}`.
 
     with FakeBedrock() as fake:
         fake.script(Fail(429), Turn(text=["Hel", "lo"]))
         fake.script(Guard(action="GUARDRAIL_INTERVENED", assessments=[content_filter("INSULTS")]))
+        fake.fallback = Turn()  # every InvokeModel embeds its text
         # point boto3 at fake.url (AWS_ENDPOINT_URL_BEDROCK_RUNTIME)
 """
 
 from __future__ import annotations
 
 import binascii
+import hashlib
 import json
+import math
+import random
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -34,6 +40,7 @@ ERROR_TYPES = {
     503: "ServiceUnavailableException",
 }
 EVENTSTREAM = "application/vnd.amazon.eventstream"
+TITAN_DIMENSIONS = (256, 512, 1024)
 GUARDRAIL_BLOCKED = "Sorry, the model cannot answer this question."
 
 
@@ -113,6 +120,16 @@ def grounding(kind: str, score: float, threshold: float, action: str = "BLOCKED"
     return {"contextualGroundingPolicy": {"filters": [{**found, "detected": action != "NONE"}]}}
 
 
+def titan_embedding(text: str, dimension: int = 1024, normalize: bool = True) -> list[float]:
+    """The fake Titan's vector of `text`: the same for the same text, in every process."""
+    rng = random.Random(hashlib.sha256(f"titan:{text}".encode()).digest())
+    vector = [rng.gauss(0.0, 1.0) for _ in range(dimension)]
+    if not normalize:
+        return vector
+    norm = math.hypot(*vector)
+    return [value / norm for value in vector]
+
+
 def encode_message(headers: dict[str, str], payload: bytes) -> bytes:
     """One event-stream message: prelude, its CRC, string headers, payload, message CRC."""
     header_bytes = b"".join(_header(name, value) for name, value in headers.items())
@@ -172,6 +189,8 @@ class BedrockHandler(FakeHandler):
             self.stream_events(events, turn, error, end)
         elif recorded.path.endswith("/converse"):
             self.send_json(200, self.document(turn))
+        elif recorded.path.endswith("/invoke"):
+            self.titan(recorded)
         else:
             self.send_json(404, {"message": f"no route {recorded.path}"})
 
@@ -222,6 +241,26 @@ class BedrockHandler(FakeHandler):
     def call_id(self, call: Call) -> str:
         return self.fake.call_id(call, "tooluse_fake_")
 
+    def titan(self, recorded: Recorded) -> None:
+        """InvokeModel of Titan text embeddings v2, with its validation of the body."""
+        body = recorded.body if isinstance(recorded.body, dict) else {}
+        text, dimension = body.get("inputText"), body.get("dimensions", 1024)
+        problem = None
+        if not isinstance(text, str) or not text:
+            problem = "#/inputText: expected minLength: 1"
+        elif dimension not in TITAN_DIMENSIONS:
+            problem = f"#/dimensions: {dimension} is not a valid enum value"
+        if problem is not None:
+            message = f"Malformed input request: {problem}, please reformat your input."
+            self.send_json(400, {"message": message}, {"x-amzn-ErrorType": "ValidationException"})
+            return
+        tokens = len(text.split())
+        document = {
+            "embedding": titan_embedding(text, dimension, body.get("normalize", True)),
+            "inputTextTokenCount": tokens,
+        }
+        self.send_json(200, document, {"X-Amzn-Bedrock-Input-Token-Count": str(tokens)})
+
     def guard(self, recorded: Recorded, guard: Guard) -> dict[str, Any]:
         """The ApplyGuardrailResponse document of `guard`."""
         content = recorded.body.get("content", []) if isinstance(recorded.body, dict) else []
@@ -271,13 +310,22 @@ def _usage(turn: Turn) -> dict[str, int]:
 
 
 class FakeBedrock(FakeServer):
-    """Bedrock Runtime's Converse, ConverseStream and ApplyGuardrail, scripted by the test."""
+    """Bedrock Runtime's Converse, ConverseStream, ApplyGuardrail and InvokeModel (Titan
+    embeddings), scripted by the test."""
 
     handler = BedrockHandler
 
     def model_ids(self) -> list[str]:
         """The model id of every request, in order (the URL path, decoded)."""
         return [unquote(r.path.split("/")[2]) for r in self.requests]
+
+    def input_texts(self) -> list[str]:
+        """The `inputText` of every InvokeModel request, in the order they arrived."""
+        return [
+            r.body.get("inputText", "")
+            for r in self.requests
+            if r.path.endswith("/invoke") and isinstance(r.body, dict)
+        ]
 
     def guardrails(self) -> list[tuple[str, str]]:
         """(identifier, version) of every ApplyGuardrail request, in order (decoded)."""

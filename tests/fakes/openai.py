@@ -1,17 +1,27 @@
 """A fake OpenAI-compatible server that the real `openai` SDK talks to over HTTP.
 
 `POST /v1/chat/completions` answers server-sent events (`data: {chunk}` … `data: [DONE]`)
-when `stream` is true, a `chat.completion` object otherwise. Errors carry OpenAI's body
+when `stream` is true, a `chat.completion` object otherwise. `POST /v1/embeddings` answers a
+`Turn` with an embeddings list, each vector derived from its input text (`openai_embedding`),
+in floats or base64 as `encoding_format` asks, in reverse order of `index` when
+`fake.reverse_embeddings` is set. Errors carry OpenAI's body
 `{"error": {"message", "type", "code"}}`.
 
     with FakeOpenAI() as fake:
         fake.script(Fail(429, retry_after_ms=10), Turn(calls=[Call("add", {"a": 1})]))
+        fake.script(Turn())  # one embeddings request, answered from its input
         # point the SDK at f"{fake.url}/v1" (OPENAI_BASE_URL)
 """
 
 from __future__ import annotations
 
+import array
+import base64
+import hashlib
 import json
+import math
+import random
+import sys
 import time
 from typing import Any
 
@@ -25,6 +35,17 @@ ERROR_TYPES = {
     500: ("server_error", None),
     503: ("server_error", None),
 }
+# The size of a model's vectors when the request does not say.
+EMBEDDING_SIZES = {"text-embedding-3-large": 3072, "text-embedding-3-small": 1536}
+DEFAULT_EMBEDDING_SIZE = 1536
+
+
+def openai_embedding(text: str, dimension: int = DEFAULT_EMBEDDING_SIZE) -> list[float]:
+    """The fake's unit vector of `text`: the same for the same text, in every process."""
+    rng = random.Random(hashlib.sha256(f"openai:{text}".encode()).digest())
+    vector = [rng.gauss(0.0, 1.0) for _ in range(dimension)]
+    norm = math.hypot(*vector)
+    return [value / norm for value in vector]
 
 
 def sse(data: dict[str, Any] | str) -> bytes:
@@ -34,6 +55,9 @@ def sse(data: dict[str, Any] | str) -> bytes:
 
 class OpenAIHandler(FakeHandler):
     def answer(self, recorded: Recorded, turn: Turn) -> None:
+        if recorded.path.endswith("/embeddings"):
+            self.embeddings(recorded.body if isinstance(recorded.body, dict) else {})
+            return
         if not recorded.path.endswith("/chat/completions"):
             self.send_json(404, _error(f"no route {recorded.path}", "invalid_request_error"))
             return
@@ -109,6 +133,40 @@ class OpenAIHandler(FakeHandler):
             "usage": _usage(turn),
         }
 
+    def embeddings(self, body: dict[str, Any]) -> None:
+        texts = body.get("input")
+        if isinstance(texts, str):
+            texts = [texts]
+        if (
+            not isinstance(texts, list)
+            or not texts
+            or not all(isinstance(t, str) and t for t in texts)
+        ):
+            message = "'$.input' is invalid. Please check the API reference."
+            self.send_json(400, _error(message, "invalid_request_error"))
+            return
+        model = body.get("model", "")
+        size = body.get("dimensions") or EMBEDDING_SIZES.get(model, DEFAULT_EMBEDDING_SIZE)
+        data = [
+            {"object": "embedding", "index": index, "embedding": _encode(vector, body)}
+            for index, vector in enumerate(openai_embedding(text, size) for text in texts)
+        ]
+        if self.fake.reverse_embeddings:
+            data.reverse()
+        tokens = sum(len(text.split()) for text in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        document = {"object": "list", "data": data, "model": model, "usage": usage}
+        self.send_json(200, document, {"x-request-id": "fake-request"})
+
+
+def _encode(vector: list[float], body: dict[str, Any]) -> list[float] | str:
+    if body.get("encoding_format") != "base64":
+        return vector
+    floats = array.array("f", vector)  # float32, little-endian on the wire
+    if sys.byteorder == "big":
+        floats.byteswap()
+    return base64.b64encode(floats.tobytes()).decode()
+
 
 def _error(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
@@ -128,9 +186,14 @@ def _usage(turn: Turn) -> dict[str, int]:
 
 
 class FakeOpenAI(FakeServer):
-    """OpenAI's chat completions, streamed or not, scripted by the test."""
+    """OpenAI's chat completions, streamed or not, and embeddings, scripted by the test."""
 
     handler = OpenAIHandler
+    reverse_embeddings = False
+
+    def reset(self) -> None:
+        super().reset()
+        self.reverse_embeddings = False
 
     @property
     def base_url(self) -> str:

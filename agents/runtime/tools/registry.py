@@ -7,20 +7,23 @@ from typing import Any
 
 from agents.configs import (
     FunctionTool,
+    RagTool,
     StructuredOutputTool,
     TaskAgentConfig,
     TaskAgentTool,
     ToolAgentConfig,
 )
 from agents.llm.base import ToolSpec
-from agents.runtime.spec import AgentSpec, Meter
+from agents.runtime.spec import AgentSpec, Meter, RunInput
 from agents.runtime.tools.base import Outcome, Tool, ToolFailure, function_tool
 from agents.runtime.tools.functions import REGISTRY
 
 MAX_DEPTH = 3
 
 
-def build_tools(spec: AgentSpec, meter: Meter, depth: int) -> dict[str, Tool]:
+def build_tools(
+    spec: AgentSpec, meter: Meter, depth: int, run_input: RunInput | None = None
+) -> dict[str, Tool]:
     config = spec.config
     assert isinstance(config, ToolAgentConfig)
     tools: dict[str, Tool] = {}
@@ -33,6 +36,8 @@ def build_tools(spec: AgentSpec, meter: Meter, depth: int) -> dict[str, Tool]:
             tools[entry.name] = Tool(
                 ToolSpec(entry.name, entry.description, entry.output_schema), _never_called
             )
+        elif isinstance(entry, RagTool):
+            tools[entry.name] = _search_tool(entry, run_input)
         elif isinstance(entry, TaskAgentTool):
             target = spec.task_agents.get(entry.name)
             tools[entry.name] = (
@@ -45,6 +50,27 @@ def build_tools(spec: AgentSpec, meter: Meter, depth: int) -> dict[str, Tool]:
 
 async def _never_called(arguments: dict[str, Any]) -> Outcome:  # pragma: no cover
     raise ToolFailure("structured_output is answered by the loop itself")
+
+
+SEARCH_PARAMETERS = {
+    "type": "object",
+    "properties": {"query": {"type": "string", "description": "What to look for"}},
+    "required": ["query"],
+}
+
+
+def _search_tool(entry: RagTool, run_input: RunInput | None) -> Tool:
+    """semantic_search: the passages that best answer `query`, with their sources."""
+    retrieve = run_input.retrievers.get(entry.name) if run_input else None
+
+    async def call(arguments: dict[str, Any]) -> Outcome:
+        if retrieve is None:
+            raise ToolFailure("search is not available in this run")
+        nodes = await retrieve(str(arguments["query"]))
+        found = [n.source_node() | {"title": n.title} for n in nodes]
+        return Outcome(json.dumps(found, ensure_ascii=False), value=found)
+
+    return Tool(ToolSpec(entry.name, entry.description, SEARCH_PARAMETERS), call)
 
 
 def _missing_task_agent(entry: TaskAgentTool) -> Tool:

@@ -1,0 +1,241 @@
+"""Documents and search (SPEC section 5), scoped to the request's environment.
+
+Documents belong to an environment, so their permissions are the environment's: READ to
+list and search, CREATE to upload, DELETE to delete.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from pydantic import Field
+from rest_framework import parsers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agentbuilder.api.pagination import PageQuery, Pagination, paginate
+from agentbuilder.api.parsers import JSONParser, LimitedParserMixin
+from agentbuilder.api.views import ApiView, render
+from agentbuilder.errors import Invalid, NotFound, PermissionDenied
+from agentbuilder.wire import CamelModel, OutputModel
+from agents.api.views import ENVIRONMENT, PAGE
+from agents.configs import RagSettings
+from agents.models import Environment
+from agents.permissions import Action, environments_with
+from agents.rag import search_now, search_request
+from retrieval import services
+from retrieval.models import Document
+
+
+class DocumentJSONParser(JSONParser):
+    max_body_bytes = settings.DOCUMENT_MAX_BYTES + 64 * 1024  # the text plus its JSON
+
+
+class DocumentMultiPartParser(LimitedParserMixin, parsers.MultiPartParser):
+    max_body_bytes = settings.DOCUMENT_MAX_BYTES + 64 * 1024
+
+
+class DocumentText(CamelModel):
+    title: str = Field(min_length=1, max_length=500)
+    text: str = Field(min_length=1)
+    doc_type: str = Field("", max_length=100)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    media_type: Literal["text/plain", "text/markdown", "text/html"] = "text/plain"
+
+
+class DocumentQuery(PageQuery):
+    status: Literal["pending", "ready", "failed"] | None = None
+
+
+class DocumentOut(OutputModel):
+    id: uuid.UUID
+    title: str
+    doc_type: str
+    metadata: dict[str, Any]
+    source_name: str
+    media_type: str
+    status: Literal["pending", "ready", "failed"]
+    error: str
+    created_at: datetime
+    ingested_at: datetime | None
+
+    @classmethod
+    def of(cls, d: Document) -> DocumentOut:
+        return cls(
+            id=d.pk,
+            title=d.title,
+            doc_type=d.doc_type,
+            metadata=d.metadata,
+            source_name=d.source_name,
+            media_type=d.media_type,
+            status=d.status,  # type: ignore[arg-type]
+            error=d.error,
+            created_at=d.created_at,
+            ingested_at=d.ingested_at,
+        )
+
+
+class DocumentAccepted(OutputModel):
+    id: uuid.UUID
+    status: Literal["pending", "ready", "failed"]
+
+
+class DeletedDocument(OutputModel):
+    document_id: uuid.UUID
+
+
+class DocumentList(OutputModel):
+    documents: list[DocumentOut]
+    pagination: Pagination
+
+
+class SearchBody(RagSettings):
+    query: str = Field(min_length=1, max_length=10_000)
+
+
+class SourceNode(OutputModel):
+    model_config = OutputModel.model_config | {"alias_generator": None}
+
+    id: str
+    docId: str
+    objectId: str
+    chunkId: str
+    score: float
+    text: str
+
+
+class SearchOut(OutputModel):
+    nodes: list[SourceNode]
+
+
+class EnvironmentScoped(ApiView):
+    def require(self, action: Action) -> Environment:
+        environment: Environment = self.environment
+        if not environments_with(self.request.user, action).filter(pk=environment.pk).exists():
+            raise PermissionDenied(
+                f"You do not have {action.name} permission in environment '{environment.name}'."
+            )
+        return environment
+
+    def document(self, document_id: str, action: Action) -> Document:
+        environment = self.require(action)
+        try:
+            pk = uuid.UUID(document_id)
+        except ValueError:
+            raise Invalid.at(("path", "documentId"), "must be a document id (a uuid)") from None
+        document = Document.objects.defer("source").filter(pk=pk, environment=environment).first()
+        if document is None:
+            raise NotFound(f"Document '{document_id}' not found.")
+        return document
+
+
+class DocumentListView(EnvironmentScoped):
+    parser_classes = [DocumentJSONParser, DocumentMultiPartParser]
+
+    @extend_schema(
+        operation_id="documents_list",
+        parameters=[*PAGE, OpenApiParameter("status", str), ENVIRONMENT],
+        responses={200: DocumentList},
+        tags=["documents"],
+    )
+    def get(self, request: Request) -> Response:
+        environment = self.require(Action.READ)
+        query = self.query(DocumentQuery)
+        documents = Document.objects.defer("source").filter(environment=environment)
+        if query.status:
+            documents = documents.filter(status=query.status)
+        items, pagination = paginate(documents.order_by("-created_at", "id"), query)
+        return render(
+            DocumentList(documents=[DocumentOut.of(d) for d in items], pagination=pagination)
+        )
+
+    @extend_schema(
+        operation_id="documents_create",
+        request={"application/json": DocumentText, "multipart/form-data": DocumentText},
+        responses={202: DocumentAccepted},
+        parameters=[ENVIRONMENT],
+        tags=["documents"],
+        summary="Upload a document (JSON text or a multipart file); ingestion runs in Celery",
+    )
+    def post(self, request: Request) -> Response:
+        environment = self.require(Action.CREATE)
+        upload = request.FILES.get("file")
+        fields = self._upload_fields(upload) if upload is not None else self._text_fields()
+        document = services.document_create(
+            environment_id=environment.pk, user=request.user, **fields
+        )
+        return render(DocumentAccepted(id=document.pk, status=document.status), status=202)
+
+    def _text_fields(self) -> dict[str, Any]:
+        body = self.body(DocumentText)
+        return {
+            "title": body.title,
+            "data": body.text.encode(),
+            "media_type": body.media_type,
+            "doc_type": body.doc_type,
+            "metadata": body.metadata,
+        }
+
+    def _upload_fields(self, upload: Any) -> dict[str, Any]:
+        form: Any = self.request.data  # a QueryDict: multipart fields are strings
+        try:
+            metadata = json.loads(form.get("metadata") or "{}")
+        except json.JSONDecodeError as exc:
+            raise Invalid.at(("body", "metadata"), f"not valid JSON: {exc.msg}") from None
+        if not isinstance(metadata, dict):
+            raise Invalid.at(("body", "metadata"), "must be a JSON object")
+        return {
+            "title": form.get("title") or upload.name,
+            "data": upload.read(),
+            "media_type": upload.content_type,
+            "source_name": upload.name,
+            "doc_type": form.get("docType", ""),
+            "metadata": metadata,
+        }
+
+
+class DocumentDetailView(EnvironmentScoped):
+    @extend_schema(
+        operation_id="documents_get",
+        parameters=[OpenApiParameter("documentId", str, OpenApiParameter.PATH), ENVIRONMENT],
+        responses={200: DocumentOut},
+        tags=["documents"],
+    )
+    def get(self, request: Request, documentId: str) -> Response:
+        return render(DocumentOut.of(self.document(documentId, Action.READ)))
+
+    @extend_schema(
+        operation_id="documents_delete",
+        parameters=[OpenApiParameter("documentId", str, OpenApiParameter.PATH), ENVIRONMENT],
+        responses={200: DeletedDocument},
+        tags=["documents"],
+    )
+    def delete(self, request: Request, documentId: str) -> Response:
+        document = self.document(documentId, Action.DELETE)
+        services.document_delete(document=document)
+        return render(DeletedDocument(document_id=document.pk))
+
+
+class SearchView(EnvironmentScoped):
+    @extend_schema(
+        operation_id="search",
+        request=SearchBody,
+        responses={200: SearchOut},
+        parameters=[ENVIRONMENT],
+        tags=["documents"],
+        summary="A RAG config's retrieval without a model: the nodes with their scores",
+    )
+    def post(self, request: Request) -> Response:
+        environment = self.require(Action.READ)
+        body = self.body(SearchBody)
+        nodes = search_now(
+            environment_id=environment.pk,
+            template=search_request(body),
+            query=body.query,
+        )
+        return render(SearchOut(nodes=[SourceNode(**n.source_node()) for n in nodes]))

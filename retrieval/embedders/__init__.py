@@ -1,0 +1,1 @@
+"""Embedding providers: `local` (feature hashing, offline), `bedrock` (Titan v2), `openai`."""

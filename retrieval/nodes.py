@@ -1,0 +1,37 @@
+"""Search results as plain data: the runtime reads them without touching the ORM."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    chunk_id: int
+    position: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Node:
+    chunk_id: int
+    document_id: uuid.UUID
+    title: str
+    position: int
+    text: str
+    score: float
+    neighbours: tuple[Neighbour, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def source_node(self) -> dict[str, Any]:
+        """The node as SPEC's sourceNodes list it."""
+        return {
+            "id": f"{self.document_id}:{self.position}",
+            "docId": str(self.document_id),
+            "objectId": str(self.metadata.get("objectId", self.document_id)),
+            "chunkId": str(self.chunk_id),
+            "score": round(self.score, 6),
+            "text": self.text,
+        }

@@ -1,0 +1,155 @@
+"""Documents in, chunks out: upload, ingestion (extract ▸ split ▸ embed ▸ store), delete.
+
+Ingestion is idempotent and all-or-nothing: chunks are replaced in one transaction, and
+a failure leaves the document `failed` with its reason and no chunks at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from agentbuilder.errors import DomainError, Invalid
+from retrieval.chunking import Piece, split
+from retrieval.embedders.base import Embedder, EmbeddingError
+from retrieval.embedders.registry import embedder_for
+from retrieval.extract import ExtractionError, UnsupportedMedia, extract_text, media_type_of
+from retrieval.models import Chunk, Document, DocumentStatus
+
+logger = logging.getLogger(__name__)
+
+EMBED_BATCH = 64
+
+
+class UnsupportedMediaType(DomainError):
+    status = 415
+
+
+class TooLarge(DomainError):
+    status = 413
+
+
+def document_embedder() -> Embedder:
+    """The deployment's embedder (EMBEDDING_PROVIDER), for chunks and queries alike."""
+    return embedder_for(
+        settings.EMBEDDING_PROVIDER,
+        dimension=settings.EMBEDDING_DIM,
+        model=settings.EMBEDDING_MODEL,
+        batch_size=EMBED_BATCH,
+    )
+
+
+def document_create(
+    *,
+    environment_id: Any,
+    user: Any,
+    title: str,
+    data: bytes,
+    media_type: str | None,
+    source_name: str = "",
+    doc_type: str = "",
+    metadata: dict[str, Any] | None = None,
+) -> Document:
+    """Store an upload as a pending document; ingestion starts once the transaction commits.
+
+    Raises UnsupportedMediaType (415), TooLarge (413) or Invalid.
+    """
+    if len(data) > settings.DOCUMENT_MAX_BYTES:
+        raise TooLarge(f"Documents are limited to {settings.DOCUMENT_MAX_BYTES} bytes.")
+    try:
+        resolved = media_type_of(source_name or None, media_type)
+    except UnsupportedMedia as exc:
+        raise UnsupportedMediaType(f'Unsupported media type "{exc}".') from None
+    if not title.strip():
+        raise Invalid.at(("body", "title"), "must not be empty")
+    document = Document.objects.create(
+        environment_id=environment_id,
+        title=title,
+        doc_type=doc_type,
+        metadata=metadata or {},
+        source_name=source_name,
+        media_type=resolved,
+        source=data,
+        created_by=user,
+    )
+    document_schedule(document_id=document.pk)
+    return document
+
+
+def document_schedule(*, document_id: uuid.UUID) -> None:
+    """Queue ingestion after commit: a worker must find the row it is told about."""
+    from retrieval.tasks import ingest_document
+
+    transaction.on_commit(lambda: ingest_document.delay(str(document_id)))
+
+
+def document_reingest(*, document: Document) -> None:
+    Document.objects.filter(pk=document.pk).update(status=DocumentStatus.PENDING, error="")
+    document_schedule(document_id=document.pk)
+
+
+def document_delete(*, document: Document) -> None:
+    """Delete a document and (by cascade) its chunks."""
+    document.delete()
+
+
+def document_ingest(*, document_id: uuid.UUID | str) -> DocumentStatus:
+    """Extract, split, embed and store a document's chunks, replacing any earlier ones."""
+    document = Document.objects.filter(pk=document_id).first()
+    if document is None:
+        logger.info("document %s is gone; nothing to ingest", document_id)
+        return DocumentStatus.FAILED
+    try:
+        text = extract_text(bytes(document.source), document.media_type)
+        pieces = split(text, size=settings.CHUNK_TOKENS, overlap=settings.CHUNK_OVERLAP)
+        if not pieces:  # an empty file, a scanned PDF without a text layer
+            raise ExtractionError("the document has no text to index")
+        vectors = list(_embed(document_embedder(), [p.text for p in pieces]))
+    except (ExtractionError, EmbeddingError, ValueError) as exc:
+        _fail(document.pk, str(exc) or type(exc).__name__)
+        return DocumentStatus.FAILED
+    _store(document.pk, pieces, vectors)
+    return DocumentStatus.READY
+
+
+def _embed(embedder: Embedder, texts: Sequence[str]) -> Iterator[list[float]]:
+    for start in range(0, len(texts), EMBED_BATCH):
+        yield from embedder.embed(list(texts[start : start + EMBED_BATCH]))
+
+
+@transaction.atomic
+def _store(document_id: uuid.UUID, pieces: list[Piece], vectors: list[list[float]]) -> None:
+    # The row lock serialises two ingestions of one document: the second replaces the
+    # first's chunks instead of colliding with them.
+    if not Document.objects.select_for_update().filter(pk=document_id).exists():
+        return
+    Chunk.objects.filter(document_id=document_id).delete()
+    Chunk.objects.bulk_create(
+        Chunk(
+            document_id=document_id,
+            position=piece.position,
+            text=piece.text,
+            token_count=piece.token_count,
+            start=piece.start,
+            end=piece.end,
+            embedding=vector,
+        )
+        for piece, vector in zip(pieces, vectors, strict=True)
+    )
+    Document.objects.filter(pk=document_id).update(
+        status=DocumentStatus.READY, error="", ingested_at=timezone.now()
+    )
+
+
+@transaction.atomic
+def _fail(document_id: uuid.UUID, reason: str) -> None:
+    Chunk.objects.filter(document_id=document_id).delete()
+    Document.objects.filter(pk=document_id).update(
+        status=DocumentStatus.FAILED, error=reason[:2000]
+    )
