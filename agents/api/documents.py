@@ -73,7 +73,7 @@ class DocumentOut(OutputModel):
             metadata=d.metadata,
             source_name=d.source_name,
             media_type=d.media_type,
-            status=d.status,  # type: ignore[arg-type]
+            status=d.status,
             error=d.error,
             created_at=d.created_at,
             ingested_at=d.ingested_at,
