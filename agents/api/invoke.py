@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Annotated, Any, Literal
 
 from adrf.views import APIView as AsyncAPIView
@@ -119,22 +120,37 @@ class _InvokeBase(AsyncAPIView, ApiView):
         return await _collect(invocation)
 
 
-async def _collect(invocation: Invocation) -> Response:
+async def recorded_events(invocation: Invocation) -> AsyncIterator[Event]:
+    """The run's events, recorded as they pass; the run row is written once at the end,
+    as `canceled` when the client went away. Every protocol streams through this."""
     recorder = RunRecorder(invocation)
-    events: list[Event] = []
     canceled = False
     try:
         async for event in run(
             invocation.spec, invocation.run_input, response_id=invocation.response_id
         ):
             recorder.observe(event)
-            events.append(event)
-    except asyncio.CancelledError:  # the client went away
+            yield event
+    except (asyncio.CancelledError, GeneratorExit):  # the client went away
         canceled = True
         raise
     finally:
+        # On a disconnect this runs in a cancelled task: shield the write.
         await asyncio.shield(in_db(recorder.save)(canceled=canceled))
+
+
+async def collected_events(invocation: Invocation) -> list[Event]:
+    return [event async for event in recorded_events(invocation)]
+
+
+def run_headers(invocation: Invocation, *, stream: bool = False) -> dict[str, str]:
     headers = {"X-Run-Id": str(invocation.run_id)}
+    return {**STREAM_HEADERS, **headers} if stream else headers
+
+
+async def _collect(invocation: Invocation) -> Response:
+    events = await collected_events(invocation)
+    headers = run_headers(invocation)
     last = events[-1]
     if isinstance(last, ResponseFailed):
         status = FAILURE_STATUS.get(last.code, 502)
@@ -144,26 +160,17 @@ async def _collect(invocation: Invocation) -> Response:
 
 def _ndjson(invocation: Invocation) -> StreamingHttpResponse:
     async def lines() -> AsyncIterator[bytes]:
-        recorder = RunRecorder(invocation)
         encoder = NdjsonEncoder()
-        canceled = False
-        try:
-            async for event in run(
-                invocation.spec, invocation.run_input, response_id=invocation.response_id
-            ):
-                recorder.observe(event)
+        # aclosing: when the client leaves, the run is closed (and recorded) at once,
+        # not whenever the garbage collector gets to it.
+        async with aclosing(recorded_events(invocation)) as events:
+            async for event in events:
                 line = encoder.encode(event)
                 if line is not None:
                     yield line
-        except (asyncio.CancelledError, GeneratorExit):  # the client went away
-            canceled = True
-            raise
-        finally:
-            # On a disconnect this runs in a cancelled task: shield the write.
-            await asyncio.shield(in_db(recorder.save)(canceled=canceled))
 
     response = StreamingHttpResponse(lines(), content_type="text/plain; charset=utf-8")
-    for name, value in {**STREAM_HEADERS, "X-Run-Id": str(invocation.run_id)}.items():
+    for name, value in run_headers(invocation, stream=True).items():
         response[name] = value
     return response
 
