@@ -6,6 +6,7 @@ stream itself holds no database connection; `RunRecorder.save` writes once at th
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +70,7 @@ def invocation_start(
     guardrails: tuple[str, ...] = (),
     thread_id: str = "",
     rag_overrides: dict[str, Any] | None = None,
+    max_iterations: int | None = None,
 ) -> Invocation:
     """Check the call, open its run and build the runtime spec.
 
@@ -94,6 +96,10 @@ def invocation_start(
             raise DomainError(f"Agent type {agent.agent_type} not supported in {route} endpoints.")
         _check_guardrails(guardrails, environment)
         spec = agent_spec(agent=agent, version=version)
+        if max_iterations is not None and isinstance(spec.config, ToolAgentConfig):
+            # A protocol's own limit (chat completions' iteration_limit) wins for this call.
+            config = spec.config.model_copy(update={"max_iterations": max_iterations})
+            spec = dataclasses.replace(spec, config=config)
         rules = tuple(_rules([*spec.config.guardrails, *guardrails], environment))
         if isinstance(spec.config, TaskAgentConfig):
             inputs, _ = _task_inputs(spec.config, inputs)

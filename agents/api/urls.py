@@ -28,6 +28,7 @@ urlpatterns = [
         views.VersionDetailView.as_view(),
         name="version-detail",
     ),
+    # protocol routes (respond, chat completions, process): one path(...) line each below
     path(f"{VERSION}/invoke", invoke.InvokeView.as_view(), name="invoke"),
     path(f"{VERSION}/invoke-stream", invoke.InvokeStreamView.as_view(), name="invoke-stream"),
     path(f"{VERSION}/invoke-task", invoke.InvokeTaskView.as_view(), name="invoke-task"),
