@@ -7,7 +7,7 @@ and written after it ends, never while the model is talking.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Annotated, Any, Literal
 
@@ -120,7 +120,7 @@ class _InvokeBase(AsyncAPIView, ApiView):
         return await _collect(invocation)
 
 
-async def recorded_events(invocation: Invocation) -> AsyncIterator[Event]:
+async def recorded_events(invocation: Invocation) -> AsyncGenerator[Event, None]:
     """The run's events, recorded as they pass; the run row is written once at the end,
     as `canceled` when the client went away. Every protocol streams through this."""
     recorder = RunRecorder(invocation)
