@@ -7,6 +7,7 @@ stream itself holds no database connection; `RunRecorder.save` writes once at th
 from __future__ import annotations
 
 import dataclasses
+import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ from agents.configs import (
     ToolAgentConfig,
     config_parse,
 )
-from agents.llm.base import Message
+from agents.llm.base import Message, ToolCallPart
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.llm.registry import provider_for
 from agents.models import Agent, AgentVersion, Environment, LLMModel, Run, RunStatus
@@ -81,6 +82,7 @@ def invocation_start(
         user=user, environment=environment, agent_id=agent_id, action=Action.INVOKE
     )
     version = selectors.version_get(agent=agent, ref=version_ref)
+    history = thread_history(agent=agent, thread_id=thread_id)
     response_id = new_response_id()
     run = Run.objects.create(
         agent=agent,
@@ -107,7 +109,7 @@ def invocation_start(
             Run.objects.filter(pk=run.pk).update(messages=[{"role": "user", "inputs": inputs}])
         else:
             run_input = RunInput(
-                messages=messages,
+                messages=(*history, *messages),
                 guardrails=rules,
                 guard_window=_window(),
                 retrievers=_retrievers(spec, environment, rag_overrides),
@@ -222,8 +224,53 @@ def _fail(run: Run, code: str, message: str) -> None:
     )
 
 
+def thread_history(*, agent: Agent, thread_id: str) -> tuple[Message, ...]:
+    """The messages of the thread's earlier completed turns with this agent, oldest first."""
+    if not thread_id:
+        return ()
+    turns = (
+        Run.objects.filter(agent=agent, thread_id=thread_id, status=RunStatus.COMPLETED)
+        .order_by("started_at", "id")
+        .values_list("messages", flat=True)
+    )
+    return tuple(
+        message_from_json(m) for turn in turns for m in turn if m.get("role") in MESSAGE_ROLES
+    )
+
+
+MESSAGE_ROLES = ("user", "assistant", "tool")
+
+
 def _message_json(message: Message) -> dict[str, Any]:
-    return {"role": message.role, "content": message.text}
+    """A message as run records keep it: OpenAI's shape, which every protocol maps to."""
+    data: dict[str, Any] = {"role": message.role, "content": message.text}
+    if message.tool_calls:
+        data["tool_calls"] = [
+            {
+                "id": c.call_id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for c in message.tool_calls
+        ]
+    if message.role == "tool":
+        data |= {"tool_call_id": message.tool_call_id, "name": message.name}
+    return data
+
+
+def message_from_json(data: dict[str, Any]) -> Message:
+    calls = tuple(
+        ToolCallPart(c["id"], c["function"]["name"], c["function"].get("arguments") or "{}")
+        for c in data.get("tool_calls") or ()
+    )
+    content = data.get("content")
+    return Message(
+        role=data["role"],
+        text=content if isinstance(content, str) else json.dumps(content),
+        tool_calls=calls,
+        tool_call_id=data.get("tool_call_id"),
+        name=data.get("name"),
+    )
 
 
 class RunRecorder:

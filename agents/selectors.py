@@ -198,3 +198,16 @@ def run_get(*, user: Any, environment: Environment, run_id: uuid.UUID) -> Run:
     if run is None:
         raise NotFound(f"Run '{run_id}' not found.")
     return run
+
+
+def thread_runs(*, user: Any, environment: Environment, thread_id: str) -> list[Run]:
+    """The runs of a thread among the agents of `environment` the caller can READ, oldest
+    first. Raises NotFound when there is none: another environment's thread looks absent."""
+    runs = list(
+        run_list(user=user, environment=environment, thread_id=thread_id).order_by(
+            "started_at", "id"
+        )
+    )
+    if not runs:
+        raise NotFound(f"Thread '{thread_id}' not found.")
+    return runs

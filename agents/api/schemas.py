@@ -282,3 +282,16 @@ class RunOut(OutputModel):
 class RunList(OutputModel):
     runs: list[RunOut]
     pagination: Pagination
+
+
+class ThreadRun(OutputModel):
+    id: UUID
+    agent_id: UUID
+    status: str
+    started_at: datetime
+
+
+class ThreadOut(OutputModel):
+    thread_id: str
+    runs: list[ThreadRun]
+    messages: list[dict[str, Any]]

@@ -18,6 +18,7 @@ urlpatterns = [
     ),
     path("search", documents.SearchView.as_view(), name="search"),
     path("runs/<str:runId>", views.RunDetailView.as_view(), name="run-detail"),
+    path("threads/<str:threadId>", views.ThreadDetailView.as_view(), name="thread-detail"),
     path("agents/types", views.AgentTypeListView.as_view(), name="agent-types"),
     path("agents/lookup", views.AgentLookupView.as_view(), name="agent-lookup"),
     path("agents/versions/batch-get", views.BatchGetView.as_view(), name="version-batch-get"),

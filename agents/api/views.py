@@ -391,3 +391,29 @@ class RunDetailView(ApiView):
             raise Invalid.at(("path", "runId"), "must be a run id (a uuid)") from None
         run = selectors.run_get(user=request.user, environment=self.environment, run_id=run_id)
         return render(s.RunOut.of(run))
+
+
+class ThreadDetailView(ApiView):
+    @extend_schema(
+        operation_id="threads_get",
+        parameters=[OpenApiParameter("threadId", str, OpenApiParameter.PATH), ENVIRONMENT],
+        responses={200: s.ThreadOut},
+        tags=["runs"],
+        summary="The messages of a thread, turn by turn",
+    )
+    def get(self, request: Request, threadId: str) -> Response:
+        runs = selectors.thread_runs(
+            user=request.user, environment=self.environment, thread_id=threadId
+        )
+        return render(
+            s.ThreadOut(
+                thread_id=threadId,
+                runs=[
+                    s.ThreadRun(
+                        id=r.pk, agent_id=r.agent_id, status=r.status, started_at=r.started_at
+                    )
+                    for r in runs
+                ],
+                messages=[m for r in runs for m in r.messages],
+            )
+        )
