@@ -181,6 +181,23 @@ CELERY_RESULT_BACKEND = None
 
 LLM_OFFLINE = env.bool("LLM_OFFLINE", default=False)
 
+# ---------------------------------------------------------------- MCP
+
+# Header values of registered MCP servers (API keys, tokens) are stored encrypted with a key
+# derived from this; earlier keys in the fallbacks still decrypt, so the key can be rotated.
+MCP_SECRETS_KEY = secret("MCP_SECRETS_KEY") or SECRET_KEY
+MCP_SECRETS_KEY_FALLBACKS = env.list("MCP_SECRETS_KEY_FALLBACKS", default=[])
+# Off: agents and requests may only use servers registered under /v1/mcp-servers.
+MCP_ALLOW_UNREGISTERED_URLS = env.bool("MCP_ALLOW_UNREGISTERED_URLS", default=False)
+# Server-side request forgery guard: an MCP URL whose host resolves to a loopback, private,
+# link-local, multicast or otherwise non-public address is refused unless its host name,
+# address or network (CIDR) is listed here; PRIVATE_NETWORKS opens private and loopback
+# ranges (never link-local, where cloud metadata services live).
+MCP_ALLOWED_HOSTS = env.list("MCP_ALLOWED_HOSTS", default=[])
+MCP_ALLOW_PRIVATE_NETWORKS = env.bool("MCP_ALLOW_PRIVATE_NETWORKS", default=False)
+MCP_TIMEOUT_SECONDS = env.float("MCP_TIMEOUT_SECONDS", default=30.0)  # unregistered URLs
+MCP_TOOLS_CACHE_SECONDS = env.float("MCP_TOOLS_CACHE_SECONDS", default=30.0)
+
 # ---------------------------------------------------------------- retrieval
 
 # Fixed per deployment: the vector column and its HNSW index are built for this size.

@@ -213,6 +213,69 @@ class Run(models.Model):
         return f"run {self.pk} ({self.status})"
 
 
+class McpTransport(models.TextChoices):
+    STREAMABLE_HTTP = "streamable_http", "Streamable HTTP"
+    SSE = "sse", "SSE (older servers)"
+
+
+class McpServer(models.Model):
+    """An MCP server registered for one environment, or for all (no environment).
+
+    Header values (API keys, tokens) are stored encrypted (`agents.mcp.secrets`); their
+    names are kept in clear so lists and the admin can show them without the key.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    environment = models.ForeignKey(
+        Environment, null=True, blank=True, on_delete=models.CASCADE, related_name="mcp_servers"
+    )
+    name = models.CharField(max_length=100)
+    description = models.CharField(max_length=200, blank=True)
+    url = models.URLField(max_length=2000)
+    transport = models.CharField(
+        max_length=20, choices=McpTransport.choices, default=McpTransport.STREAMABLE_HTTP
+    )
+    header_names = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    headers_encrypted = models.TextField(blank=True, editable=False)
+    timeout = models.FloatField(default=30.0, help_text="Seconds for one listing or call.")
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    modified_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "MCP server"
+        constraints = [
+            models.UniqueConstraint(
+                Lower("name"),
+                "environment",
+                condition=models.Q(environment__isnull=False),
+                name="mcp_server_name_ci_unique_per_environment",
+            ),
+            models.UniqueConstraint(
+                Lower("name"),
+                condition=models.Q(environment__isnull=True),
+                name="mcp_server_name_ci_unique_global",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(name__regex=NAME_PATTERN), name="mcp_server_name_format"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(transport__in=McpTransport.values),
+                name="mcp_server_transport_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(timeout__gt=0, timeout__lte=300), name="mcp_server_timeout"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 # guardian: object permissions in tables with real foreign keys (indexed joins, cascades)
 # instead of its generic text-keyed table.
 class EnvironmentUserObjectPermission(UserObjectPermissionBase):

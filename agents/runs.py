@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from django.utils import timezone
 from agentbuilder.errors import DomainError, ErrorItem, Invalid
 from agents import selectors
 from agents.configs import (
+    McpTool,
     RagAgentConfig,
     RagTool,
     TaskAgentConfig,
@@ -28,6 +30,8 @@ from agents.configs import (
 from agents.llm.base import Message, ToolCallPart
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.llm.registry import provider_for
+from agents.mcp.servers import config_server_specs, request_server_specs
+from agents.mcp.types import McpServerRequest
 from agents.models import Agent, AgentVersion, Environment, LLMModel, Run, RunStatus
 from agents.permissions import Action
 from agents.rag import retriever, search_request
@@ -40,7 +44,7 @@ from agents.runtime.events import (
     ToolCall,
     ToolResult,
 )
-from agents.runtime.spec import AgentSpec, Retriever, RunInput
+from agents.runtime.spec import AgentSpec, McpServerSpec, Retriever, RunInput
 from agents.runtime.task_agent import TaskInputError, prepare_inputs
 from guardrails.engines.rules import Rule
 from guardrails.selectors import guardrail_rules, unknown_guardrail_names
@@ -72,9 +76,11 @@ def invocation_start(
     thread_id: str = "",
     rag_overrides: dict[str, Any] | None = None,
     max_iterations: int | None = None,
+    mcp_servers: Sequence[McpServerRequest] = (),
 ) -> Invocation:
     """Check the call, open its run and build the runtime spec.
 
+    `mcp_servers`: servers the request names for this run only, on top of the config's.
     Raises NotFound or PermissionDenied before any run exists; after that, DomainError
     (wrong agent type) or Invalid, carrying `run_id`, with the run left `failed`.
     """
@@ -102,6 +108,8 @@ def invocation_start(
             # A protocol's own limit (chat completions' iteration_limit) wins for this call.
             config = spec.config.model_copy(update={"max_iterations": max_iterations})
             spec = dataclasses.replace(spec, config=config)
+        if mcp_servers:
+            spec = _with_request_servers(spec, environment, mcp_servers)
         rules = tuple(_rules([*spec.config.guardrails, *guardrails], environment))
         if isinstance(spec.config, TaskAgentConfig):
             inputs, _ = _task_inputs(spec.config, inputs)
@@ -119,6 +127,15 @@ def invocation_start(
         exc.run_id = run.pk
         raise
     return Invocation(run.pk, response_id, spec, run_input)
+
+
+def _with_request_servers(
+    spec: AgentSpec, environment: Environment, requests: Sequence[McpServerRequest]
+) -> AgentSpec:
+    if not isinstance(spec.config, ToolAgentConfig):
+        raise Invalid.at(requests[0].loc[:-1], "only tool agents can use MCP servers")
+    extra = request_server_specs(environment=environment, requests=requests)
+    return dataclasses.replace(spec, mcp_servers=(*spec.mcp_servers, *extra))
 
 
 def _check_guardrails(names: tuple[str, ...], environment: Environment) -> None:
@@ -175,12 +192,16 @@ def agent_spec(*, agent: Agent, version: AgentVersion) -> AgentSpec:
     config = config_parse(agent.agent_type, version.config)
     provider_name, model = _model_route(config.llm_model_id)
     task_agents: dict[str, AgentSpec] = {}
+    mcp_servers: tuple[McpServerSpec, ...] = ()
     if isinstance(config, ToolAgentConfig):
         for tool in config.tools:
             if isinstance(tool, TaskAgentTool):
                 target = _task_target(agent, tool)
                 if target is not None:
                     task_agents[tool.name] = agent_spec(agent=target[0], version=target[1])
+        mcp = [tool for tool in config.tools if isinstance(tool, McpTool)]
+        if mcp:
+            mcp_servers = config_server_specs(environment_id=agent.environment_id, tools=mcp)
     return AgentSpec(
         agent_id=str(agent.pk),
         agent_type=agent.agent_type,
@@ -188,6 +209,7 @@ def agent_spec(*, agent: Agent, version: AgentVersion) -> AgentSpec:
         provider=provider_for(provider_name),
         model=model,
         task_agents=task_agents,
+        mcp_servers=mcp_servers,
     )
 
 

@@ -15,14 +15,14 @@ import psycopg
 from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.hashers import check_password, make_password
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
-from retrieval.hxql import HxqlError, parse_hxql
 
 from agentbuilder.errors import Conflict, ErrorItem, Invalid, NotFound, PermissionDenied
 from agents.configs import (
     AgentConfig,
     FunctionTool,
+    McpTool,
     RagAgentConfig,
     RagTool,
     TaskAgentTool,
@@ -30,6 +30,7 @@ from agents.configs import (
     config_dump,
     config_parse,
 )
+from agents.mcp.servers import raw_url_problem
 from agents.models import (
     NAME_PATTERN,
     Agent,
@@ -38,11 +39,13 @@ from agents.models import (
     APIClient,
     Environment,
     LLMModel,
+    McpServer,
 )
 from agents.permissions import Action, agents_with, environments_with, grant
 from agents.runtime.tools.functions import function_names
 from agents.tokens import token_encode
 from guardrails.selectors import unknown_guardrail_names
+from retrieval.hxql import HxqlError, parse_hxql
 
 Loc = tuple[str | int, ...]
 
@@ -126,6 +129,32 @@ def _tool_errors(
             ):
                 msg = f"agent '{target.name}' has no version {tool.agent_version}"
                 yield ErrorItem(("tools", index, "agentVersion"), msg)
+    yield from _mcp_errors(environment, config)
+
+
+def _mcp_errors(environment: Environment, config: ToolAgentConfig) -> Iterable[ErrorItem]:
+    references = [
+        (("tools", index, "mcpServerReferences", position), ref)
+        for index, tool in enumerate(config.tools)
+        if isinstance(tool, McpTool)
+        for position, ref in enumerate(tool.mcp_server_references)
+    ]
+    ids = [ref.id for _, ref in references if ref.id is not None]
+    known = set(
+        McpServer.objects.filter(
+            Q(environment=environment) | Q(environment__isnull=True), pk__in=ids
+        ).values_list("pk", flat=True)
+        if ids
+        else ()
+    )
+    for loc, ref in references:
+        if ref.id is not None and ref.id not in known:
+            msg = f"unknown MCP server '{ref.id}' in environment '{environment.name}'"
+            yield ErrorItem((*loc, "id"), msg)
+        elif ref.url is not None:
+            problem = raw_url_problem(ref.url)
+            if problem:
+                yield ErrorItem((*loc, "url"), problem)
 
 
 # ---------------------------------------------------------------- agents

@@ -111,10 +111,14 @@ def document_ingest(*, document_id: uuid.UUID | str) -> DocumentStatus:
         if not pieces:  # an empty file, a scanned PDF without a text layer
             raise ExtractionError("the document has no text to index")
         vectors = list(_embed(document_embedder(), [p.text for p in pieces]))
+        _store(document.pk, pieces, vectors)
     except (ExtractionError, EmbeddingError, ValueError) as exc:
         _fail(document.pk, str(exc) or type(exc).__name__)
         return DocumentStatus.FAILED
-    _store(document.pk, pieces, vectors)
+    except Exception as exc:  # never leave a document pending without a reason
+        logger.exception("ingestion of document %s failed", document.pk)
+        _fail(document.pk, f"ingestion failed: {type(exc).__name__}: {exc}")
+        return DocumentStatus.FAILED
     return DocumentStatus.READY
 
 

@@ -1,5 +1,6 @@
-"""The admin: environments, agents and their versions, catalogs, API clients, runs."""
+"""The admin: environments, agents and their versions, catalogs, API clients, MCP servers,
+runs."""
 
-from agents.admin import catalog, runs
+from agents.admin import catalog, mcp, runs
 
-__all__ = ["catalog", "runs"]
+__all__ = ["catalog", "mcp", "runs"]

@@ -217,8 +217,9 @@ class DocumentDetailView(EnvironmentScoped):
     )
     def delete(self, request: Request, documentId: str) -> Response:
         document = self.document(documentId, Action.DELETE)
+        deleted = document.pk  # delete() clears the instance's pk
         services.document_delete(document=document)
-        return render(DeletedDocument(document_id=document.pk))
+        return render(DeletedDocument(document_id=deleted))
 
 
 class SearchView(EnvironmentScoped):

@@ -71,12 +71,14 @@ class InvokeTaskRequest(CamelModel):
 
 
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-FAILURE_STATUS = {"provider_timeout": 504}
+# A failed run's status on non-streaming routes: the client's fault is a 400, a model that
+# timed out a 504, anything else the model or a tool did a 502.
+FAILURE_STATUS = {"provider_timeout": 504, "invalid_request": 400}
 
 
 def _messages(body: InvokeRequest) -> tuple[Message, ...]:
-    # System messages of the request join the agent's system prompt in the runtime; here
-    # they travel as user-visible context for the model.
+    # A request's system messages travel as user text: the agent's own system prompt is
+    # its author's, and input guardrails check what the caller wrote, system role or not.
     return tuple(
         Message("assistant" if m.role == "assistant" else "user", m.text()) for m in body.messages
     )
@@ -110,7 +112,10 @@ class _InvokeBase(AsyncAPIView, ApiView):
             "messages": _messages(chat),
             "guardrails": tuple(chat.guardrails),
             "thread_id": chat.thread_id or "",
-            "rag_overrides": chat.model_dump(include=set(RAG_OVERRIDES), exclude_none=True),
+            # Field names, not the wire's camelCase: agents.rag.OVERRIDES names them so.
+            "rag_overrides": chat.model_dump(
+                include=set(RAG_OVERRIDES), exclude_none=True, by_alias=False
+            ),
         }
 
     async def answer(self, agent_id: str, version_id: str) -> Any:

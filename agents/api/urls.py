@@ -1,6 +1,6 @@
 from django.urls import path
 
-from agents.api import documents, invoke, views
+from agents.api import chat, documents, invoke, mcp, process, respond, views
 
 VERSION = "agents/<str:agentId>/versions/<str:versionId>"
 
@@ -17,6 +17,7 @@ urlpatterns = [
         name="document-detail",
     ),
     path("search", documents.SearchView.as_view(), name="search"),
+    *mcp.urlpatterns,  # /mcp-servers
     path("runs/<str:runId>", views.RunDetailView.as_view(), name="run-detail"),
     path("threads/<str:threadId>", views.ThreadDetailView.as_view(), name="thread-detail"),
     path("agents/types", views.AgentTypeListView.as_view(), name="agent-types"),
@@ -30,6 +31,14 @@ urlpatterns = [
         name="version-detail",
     ),
     # protocol routes (respond, chat completions, process): one path(...) line each below
+    path(
+        f"{VERSION}/chat/completions", chat.ChatCompletionsView.as_view(), name="chat-completions"
+    ),
+    path(
+        "chat/completions", chat.ModelChatCompletionsView.as_view(), name="model-chat-completions"
+    ),
+    path(f"{VERSION}/process", process.ProcessView.as_view(), name="process"),
+    path(f"{VERSION}/respond", respond.RespondView.as_view(), name="respond"),
     path(f"{VERSION}/invoke", invoke.InvokeView.as_view(), name="invoke"),
     path(f"{VERSION}/invoke-stream", invoke.InvokeStreamView.as_view(), name="invoke-stream"),
     path(f"{VERSION}/invoke-task", invoke.InvokeTaskView.as_view(), name="invoke-task"),

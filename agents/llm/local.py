@@ -165,12 +165,20 @@ def _report_tool_results(messages: tuple[Message, ...]) -> str:
         if result.is_error:
             sentences.append(f"I could not use {name}: {result.text}")
             continue
-        args = ", ".join(str(v) for v in json.loads(call.arguments).values()) if call else ""
+        args = ", ".join(str(v) for v in _arguments_of(call).values()) if call else ""
         sentences.append(f"The result of {name}({args}) is {result.text}.")
     return " ".join(sentences)
 
 
 # ---------------------------------------------------------------- text answers
+
+
+def _arguments_of(call: ToolCallPart) -> dict[str, Any]:
+    try:
+        value = json.loads(call.arguments)
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _has_context(system: str) -> bool:

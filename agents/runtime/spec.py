@@ -8,10 +8,21 @@ from typing import Any
 
 from agents.configs import AgentConfig
 from agents.llm.base import Message, Provider, Usage
+from agents.mcp.types import McpEndpoint
 from guardrails.engines.rules import Rule
 from retrieval.nodes import Node
 
 Retriever = Callable[[str], Awaitable[list[Node]]]
+
+
+@dataclass(frozen=True)
+class McpServerSpec:
+    """An MCP server a run may use, resolved by the service (headers decrypted)."""
+
+    name: str  # shown to the model in messages, and prefixes tool names that clash
+    endpoint: McpEndpoint | None  # None: not usable in this run, `unavailable` says why
+    allowed_tools: tuple[str, ...] | None = None  # None: every tool the server lists
+    unavailable: str = ""
 
 
 @dataclass(frozen=True)
@@ -23,6 +34,8 @@ class AgentSpec:
     model: str  # the model id reported to clients (the offline model says so)
     # task_agent tools: the resolved task agent behind each tool name
     task_agents: Mapping[str, AgentSpec] = field(default_factory=dict)
+    # mcp tools: the servers of the config's references, then those the request named
+    mcp_servers: tuple[McpServerSpec, ...] = ()
 
 
 @dataclass(frozen=True)

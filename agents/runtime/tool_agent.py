@@ -25,7 +25,7 @@ async def run_tool_agent(
 ) -> AsyncIterator[Event]:
     config = spec.config
     assert isinstance(config, ToolAgentConfig)
-    tools = build_tools(spec, meter, depth, run_input)
+    tools = await build_tools(spec, meter, depth, run_input)
     structured = next((t for t in config.tools if isinstance(t, StructuredOutputTool)), None)
     only_structured = structured is not None and len(config.tools) == 1
     force = structured.name if only_structured and structured else None

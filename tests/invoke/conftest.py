@@ -145,7 +145,42 @@ RESPONSE_OBJECT: dict[str, Any] = {
     "required": ["object", "id", "createdAt", "model", "output", "usage"],
     "additionalProperties": False,
 }
-for _schema in (*LINE_SCHEMAS.values(), RESPONSE_OBJECT):
+# customOutputs of a RAG agent ("RAG outputs" of SPEC section 4).
+SOURCE_NODE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": TEXT,
+        "docId": TEXT,
+        "objectId": TEXT,
+        "chunkId": TEXT,
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "text": {"type": "string"},
+    },
+    "required": ["id", "docId", "objectId", "chunkId", "score", "text"],
+    "additionalProperties": False,
+}
+HALLUCINATION_CHECK: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "grounded": {"type": "boolean"},
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        # Not in SPEC: set when the first answer failed the check and was generated again.
+        "regenerated": {"type": "boolean"},
+    },
+    "required": ["grounded", "score"],
+    "additionalProperties": False,
+}
+RAG_OUTPUTS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "sourceNodes": {"type": "array", "items": SOURCE_NODE},
+        "ragMode": {"const": "normal"},
+        "hallucinationCheck": HALLUCINATION_CHECK,
+    },
+    "required": ["sourceNodes", "ragMode"],
+    "additionalProperties": False,
+}
+for _schema in (*LINE_SCHEMAS.values(), RESPONSE_OBJECT, RAG_OUTPUTS):
     jsonschema.Draft202012Validator.check_schema(_schema)
 
 

@@ -21,9 +21,11 @@ from agents.runtime.tools.functions import REGISTRY
 MAX_DEPTH = 3
 
 
-def build_tools(
+async def build_tools(
     spec: AgentSpec, meter: Meter, depth: int, run_input: RunInput | None = None
 ) -> dict[str, Tool]:
+    """The agent's Tools by the name the model calls them; MCP servers are listed here, once
+    per run."""
     config = spec.config
     assert isinstance(config, ToolAgentConfig)
     tools: dict[str, Tool] = {}
@@ -45,6 +47,11 @@ def build_tools(
                 if target is not None
                 else _missing_task_agent(entry)
             )
+    if spec.mcp_servers:
+        # Imported here: the SDK is slow to load and most agents never need it.
+        from agents.runtime.tools.mcp import mcp_tools
+
+        tools.update(await mcp_tools(spec.mcp_servers, taken=set(tools)))
     return tools
 
 

@@ -1,0 +1,261 @@
+"""OpenAI chat completions (SPEC section 4, agent-chat-completions-api.txt).
+
+`POST /v1/agents/{agentId}/versions/{versionId}/chat/completions` runs that version;
+`POST /v1/chat/completions` runs the agent that `model` names in the caller's environment
+(`calculator`, `calculator@3`; names ignore case; no version means the latest).
+
+Both answer as OpenAI does, so its SDKs work unmodified: a `chat.completion`, or SSE chunks
+when `stream` is true (agents.protocols.chat_completions), and every refusal as OpenAI's
+`{"error": {"message", "type", "param", "code"}}` with the status the SDK maps to its
+exceptions. While nothing happens (a slow tool, a slow model) the stream sends an SSE
+comment every KEEPALIVE_SECONDS so that proxies and clients keep the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+from adrf.views import APIView as AsyncAPIView
+from django.http import StreamingHttpResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agentbuilder.api.errors import exception_handler
+from agentbuilder.api.views import ApiView
+from agentbuilder.db import in_db
+from agentbuilder.errors import DomainError, Invalid
+from agents import selectors
+from agents.api.invoke import FAILURE_STATUS, collected_events, recorded_events, run_headers
+from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
+from agents.configs import StructuredOutputTool, ToolAgentConfig
+from agents.permissions import Action
+from agents.protocols.chat_completions import (
+    KEEPALIVE,
+    ChatCompletionRequest,
+    ChunkEncoder,
+    completion_body,
+    error_body,
+    invalid_message,
+    model_reference,
+)
+from agents.runs import CHAT_TYPES, Invocation, invocation_start
+from agents.runtime.events import Event, ResponseFailed
+
+KEEPALIVE_SECONDS = 15.0
+PROTOCOL = "chat.completions"
+MCP_NOT_SUPPORTED = "mcp_servers are not supported yet"
+# A run's failure code → the status of a non-streaming answer (default 502).
+CHAT_FAILURE_STATUS = {**FAILURE_STATUS, "invalid_request": 400}
+
+# The `type` and `code` of OpenAI's error object for each status we answer with.
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "invalid_request_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    405: "invalid_request_error",
+    413: "invalid_request_error",
+    415: "invalid_request_error",
+    429: "rate_limit_error",
+}
+ERROR_CODES = {401: "invalid_api_key", 403: "permission_denied", 429: "rate_limit_exceeded"}
+
+
+def openai_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """The project's handler (status, WWW-Authenticate, X-Run-Id), then OpenAI's body."""
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    status = response.status_code
+    param: str | None = None
+    code = ERROR_CODES.get(status)
+    if status == 404:
+        code = getattr(context.get("view"), "not_found_code", "not_found")
+    if isinstance(exc, Invalid):
+        message, param, code = invalid_message(exc)
+    else:
+        detail = response.data.get("detail") if isinstance(response.data, dict) else None
+        if isinstance(detail, list):  # located items of a body the parser refused
+            message = "; ".join(str(item.get("msg")) for item in detail)
+            code = str(detail[0].get("type")) if detail else code
+        else:
+            message = str(detail or response.status_text)
+    kind = ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    response.data = error_body(message, kind, code, param)
+    return response
+
+
+class _JsonAnswers(BaseContentNegotiation):
+    """Errors and completions are JSON whatever `Accept` says (`text/event-stream` too)."""
+
+    def select_parser(self, request: Request, parsers: Any) -> Any:
+        return DefaultContentNegotiation().select_parser(request, parsers)
+
+    def select_renderer(self, request: Request, renderers: Any, format_suffix: Any = None) -> Any:
+        return renderers[0], renderers[0].media_type
+
+
+class _ChatCompletionsBase(AsyncAPIView, ApiView):
+    content_negotiation_class = _JsonAnswers
+    route = "/chat/completions"
+    not_found_code = "not_found"
+
+    def get_exception_handler(self) -> Any:
+        return openai_exception_handler
+
+    async def complete(self, agent_id: uuid.UUID | None, version_ref: str) -> Any:
+        body, invocation = await in_db(self._start)(agent_id, version_ref)
+        if body.stream:
+            encoder = ChunkEncoder(
+                include_usage=body.include_usage, answer_tools=_answer_tools(invocation)
+            )
+            return _event_stream(invocation, encoder)
+        return await _completion(invocation)
+
+    def _start(
+        self, agent_id: uuid.UUID | None, version_ref: str
+    ) -> tuple[ChatCompletionRequest, Invocation]:
+        body = self.body(ChatCompletionRequest)
+        if body.mcp_servers:
+            raise DomainError(MCP_NOT_SUPPORTED)
+        messages = body.runtime_messages()
+        user, environment = self.request.user, self.environment
+        if agent_id is None:
+            name, version_ref = model_reference(body.model)
+            try:
+                selectors.version_ref_parse(version_ref)
+            except Invalid:
+                raise Invalid.at(
+                    ("body", "model"),
+                    "the version after '@' must be a number, 'latest' or a version id",
+                ) from None
+            agent = selectors.agent_get_by_name(
+                user=user, environment=environment, name=name, action=Action.INVOKE
+            )
+            agent_id = agent.pk
+        invocation = invocation_start(
+            user=user,
+            environment=environment,
+            agent_id=agent_id,
+            version_ref=version_ref,
+            protocol=PROTOCOL,
+            route=self.route,
+            agent_types=CHAT_TYPES,
+            messages=messages,
+            # The document's iteration is user → model → tool call → tool result → model:
+            # `iteration_limit` rounds of tools, then the model may still answer.
+            max_iterations=body.iteration_limit + 1,
+        )
+        return body, invocation
+
+
+def _answer_tools(invocation: Invocation) -> frozenset[str]:
+    config = invocation.spec.config
+    if not isinstance(config, ToolAgentConfig):
+        return frozenset()
+    return frozenset(t.name for t in config.tools if isinstance(t, StructuredOutputTool))
+
+
+async def _completion(invocation: Invocation) -> Response:
+    events = await collected_events(invocation)
+    headers = run_headers(invocation)
+    last = events[-1]
+    if isinstance(last, ResponseFailed):
+        if not last.code.startswith("provider_"):
+            headers["x-should-retry"] = "false"  # the SDKs would retry a 502 otherwise
+        status = CHAT_FAILURE_STATUS.get(last.code, 502)
+        kind = ERROR_TYPES.get(status, "server_error")
+        return Response(error_body(last.message, kind, last.code), status=status, headers=headers)
+    return Response(completion_body(events), headers=headers)
+
+
+async def _next(events: AsyncIterator[Event]) -> Event:
+    return await anext(events)
+
+
+async def _paced(
+    events: AsyncIterator[Event], interval: float
+) -> AsyncGenerator[Event | None, None]:
+    """The events, and None each time `interval` seconds pass without one. The run is
+    never cancelled by the wait: the next event is awaited in a task of its own."""
+    pending: asyncio.Task[Event] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.create_task(_next(events))
+            done, _ = await asyncio.wait({pending}, timeout=interval)
+            if not done:
+                yield None
+                continue
+            task, pending = pending, None
+            try:
+                event = task.result()
+            except StopAsyncIteration:
+                return
+            yield event
+    finally:
+        if pending is not None:  # the client went away: stop the run, let it record so
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await pending
+
+
+def _event_stream(invocation: Invocation, encoder: ChunkEncoder) -> StreamingHttpResponse:
+    async def frames() -> AsyncIterator[bytes]:
+        async with (
+            aclosing(recorded_events(invocation)) as events,
+            aclosing(_paced(events, KEEPALIVE_SECONDS)) as paced,
+        ):
+            async for event in paced:
+                if event is None:
+                    yield KEEPALIVE
+                    continue
+                for frame in encoder.encode(event):
+                    yield frame
+
+    response = StreamingHttpResponse(frames(), content_type="text/event-stream")
+    for name, value in run_headers(invocation, stream=True).items():
+        response[name] = value
+    return response
+
+
+SUCCESS = OpenApiResponse(
+    response=dict,
+    description="A `chat.completion` object; with `stream: true`, `text/event-stream` of "
+    "`chat.completion.chunk`s ending with `data: [DONE]`.",
+)
+
+
+class ChatCompletionsView(_ChatCompletionsBase):
+    @extend_schema(
+        operation_id="agents_chat_completions",
+        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
+        request=ChatCompletionRequest,
+        responses={200: SUCCESS},
+        tags=["invoke"],
+        summary="OpenAI chat completions with an agent version",
+    )
+    async def post(self, request: Request, agentId: str, versionId: str) -> Any:
+        return await self.complete(agent_uuid(agentId), versionId)
+
+
+class ModelChatCompletionsView(_ChatCompletionsBase):
+    not_found_code = "model_not_found"
+
+    @extend_schema(
+        operation_id="chat_completions",
+        parameters=[ENVIRONMENT],
+        request=ChatCompletionRequest,
+        responses={200: SUCCESS},
+        tags=["invoke"],
+        summary="OpenAI chat completions with the agent that `model` names",
+    )
+    async def post(self, request: Request) -> Any:
+        return await self.complete(None, "latest")

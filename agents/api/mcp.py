@@ -1,0 +1,236 @@
+"""The MCP server registry (SPEC section 5): /v1/mcp-servers and a server's live tools.
+
+Servers of the request's environment and global ones are listed together. READ on the
+environment lists, shows and lists tools; EDIT on it (the right to change its agents)
+registers, changes and removes its servers; global servers are changed by superusers only.
+Header values are write-only: answers carry their names, never their values.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from adrf.views import APIView as AsyncAPIView
+from django.urls import path
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from pydantic import Field
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agentbuilder.api.pagination import PageQuery, Pagination, paginate
+from agentbuilder.api.views import ApiView, render
+from agentbuilder.db import in_db
+from agentbuilder.wire import CamelModel, OutputModel
+from agents.api.views import ENVIRONMENT, PAGE
+from agents.mcp import servers
+from agents.mcp.types import McpEndpoint
+from agents.models import NAME_PATTERN, McpServer
+from agents.permissions import Action
+
+SERVER_ID = OpenApiParameter("serverId", str, OpenApiParameter.PATH, description="Server uuid.")
+Transport = Literal["streamable_http", "sse"]
+HEADERS_DOC = (
+    "HTTP headers sent with every request to the server (API keys, tokens). Stored "
+    "encrypted and never returned: answers list their names only."
+)
+
+# ---------------------------------------------------------------- bodies
+
+
+class McpServerCreate(CamelModel):
+    name: str = Field(pattern=NAME_PATTERN, description="Letters, digits, '-', '_', '.'; 1–100.")
+    description: str = Field("", max_length=200)
+    url: str = Field(min_length=1, max_length=2000, description="http(s) URL of the endpoint.")
+    transport: Transport = Field(
+        "streamable_http", description="`sse` for servers that only speak the older SSE."
+    )
+    headers: dict[str, str] = Field(default_factory=dict, description=HEADERS_DOC)
+    timeout: float = Field(30.0, gt=0, le=300, description="Seconds for one listing or call.")
+    enabled: bool = True
+    scope: Literal["environment", "global"] = Field(
+        "environment",
+        description="`global`: for every environment (superusers only).",
+    )
+
+
+class McpServerPatch(CamelModel):
+    name: str | None = Field(None, pattern=NAME_PATTERN)
+    description: str | None = Field(None, max_length=200)
+    url: str | None = Field(None, min_length=1, max_length=2000)
+    transport: Transport | None = None
+    headers: dict[str, str] | None = Field(None, description="Replaces every header.")
+    timeout: float | None = Field(None, gt=0, le=300)
+    enabled: bool | None = None
+
+
+class McpServerOut(OutputModel):
+    id: uuid.UUID
+    name: str
+    description: str
+    url: str
+    transport: Transport
+    environment_id: uuid.UUID | None = Field(description="null: a global server.")
+    header_names: list[str]
+    timeout: float
+    enabled: bool
+    created_at: datetime
+    modified_at: datetime
+
+    @classmethod
+    def of(cls, server: McpServer) -> McpServerOut:
+        return cls(
+            id=server.pk,
+            name=server.name,
+            description=server.description,
+            url=server.url,
+            transport=server.transport,
+            environment_id=server.environment_id,
+            header_names=list(server.header_names),
+            timeout=server.timeout,
+            enabled=server.enabled,
+            created_at=server.created_at,
+            modified_at=server.modified_at,
+        )
+
+
+class McpServerList(OutputModel):
+    mcp_servers: list[McpServerOut]
+    pagination: Pagination
+
+
+class DeletedMcpServer(OutputModel):
+    server_id: uuid.UUID
+
+
+class McpToolOut(OutputModel):
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class McpToolList(OutputModel):
+    server_id: uuid.UUID
+    tools: list[McpToolOut]
+
+
+# ---------------------------------------------------------------- views
+
+
+class McpServerListView(ApiView):
+    @extend_schema(
+        operation_id="mcp_servers_list",
+        parameters=[*PAGE, ENVIRONMENT],
+        responses={200: McpServerList},
+        tags=["mcp"],
+        summary="MCP servers of the environment and global ones",
+    )
+    def get(self, request: Request) -> Response:
+        found = servers.mcp_server_list(user=request.user, environment=self.environment)
+        items, pagination = paginate(found, self.query(PageQuery))
+        return render(
+            McpServerList(mcp_servers=[McpServerOut.of(s) for s in items], pagination=pagination)
+        )
+
+    @extend_schema(
+        operation_id="mcp_servers_create",
+        request=McpServerCreate,
+        responses={201: McpServerOut},
+        parameters=[ENVIRONMENT],
+        tags=["mcp"],
+        summary="Register an MCP server",
+    )
+    def post(self, request: Request) -> Response:
+        body = self.body(McpServerCreate)
+        server = servers.mcp_server_create(
+            user=request.user,
+            environment=self.environment if body.scope == "environment" else None,
+            name=body.name,
+            description=body.description,
+            url=body.url,
+            transport=body.transport,
+            headers=body.headers,
+            timeout=body.timeout,
+            enabled=body.enabled,
+        )
+        return render(McpServerOut.of(server), status=201)
+
+
+class McpServerDetailView(ApiView):
+    def _server(self, server_id: str, action: Action = Action.READ) -> McpServer:
+        return servers.mcp_server_get(
+            user=self.request.user,
+            environment=self.environment,
+            server_id=server_id,
+            action=action,
+        )
+
+    @extend_schema(
+        operation_id="mcp_servers_get",
+        parameters=[SERVER_ID, ENVIRONMENT],
+        responses={200: McpServerOut},
+        tags=["mcp"],
+    )
+    def get(self, request: Request, serverId: str) -> Response:
+        return render(McpServerOut.of(self._server(serverId)))
+
+    @extend_schema(
+        operation_id="mcp_servers_update",
+        parameters=[SERVER_ID, ENVIRONMENT],
+        request=McpServerPatch,
+        responses={200: McpServerOut},
+        tags=["mcp"],
+    )
+    def patch(self, request: Request, serverId: str) -> Response:
+        server = self._server(serverId, Action.EDIT)
+        changes = self.body(McpServerPatch).model_dump(exclude_none=True, by_alias=False)
+        server = servers.mcp_server_update(user=request.user, server=server, changes=changes)
+        return render(McpServerOut.of(server))
+
+    @extend_schema(
+        operation_id="mcp_servers_delete",
+        parameters=[SERVER_ID, ENVIRONMENT],
+        responses={200: DeletedMcpServer},
+        tags=["mcp"],
+    )
+    def delete(self, request: Request, serverId: str) -> Response:
+        server = self._server(serverId, Action.EDIT)
+        server_id = server.pk
+        servers.mcp_server_delete(user=request.user, server=server)
+        return render(DeletedMcpServer(server_id=server_id))
+
+
+class McpServerToolsView(AsyncAPIView, ApiView):
+    @extend_schema(
+        operation_id="mcp_servers_tools",
+        parameters=[SERVER_ID, ENVIRONMENT],
+        responses={200: McpToolList},
+        tags=["mcp"],
+        summary="The server's tools, fetched from it now (502 or 504 when it cannot answer)",
+    )
+    async def get(self, request: Request, serverId: str) -> Response:
+        server_id, name, endpoint = await in_db(self._endpoint)(serverId)
+        tools = await servers.mcp_server_tools(name=name, endpoint=endpoint)
+        return render(
+            McpToolList(
+                server_id=server_id,
+                tools=[
+                    McpToolOut(name=t.name, description=t.description, input_schema=t.input_schema)
+                    for t in tools
+                ],
+            )
+        )
+
+    def _endpoint(self, server_id: str) -> tuple[uuid.UUID, str, McpEndpoint]:
+        server = servers.mcp_server_get(
+            user=self.request.user, environment=self.environment, server_id=server_id
+        )
+        return server.pk, server.name, servers.mcp_server_endpoint(server)
+
+
+urlpatterns = [
+    path("mcp-servers", McpServerListView.as_view(), name="mcp-server-list"),
+    path("mcp-servers/<str:serverId>", McpServerDetailView.as_view(), name="mcp-server-detail"),
+    path("mcp-servers/<str:serverId>/tools", McpServerToolsView.as_view(), name="mcp-server-tools"),
+]

@@ -1,0 +1,81 @@
+"""respond (SPEC section 4): the evaluation platform's agent HTTP contract.
+
+The same invocation as `invoke`, another encoder: every message of the turn (assistant
+tool calls, tool results, the final reply) with model, provider, usage and metadata.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adrf.views import APIView as AsyncAPIView
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agentbuilder.api.views import ApiView
+from agentbuilder.db import in_db
+from agents.api.invoke import FAILURE_STATUS, collected_events, run_headers
+from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
+from agents.protocols.agent_contract import (
+    AgentRequest,
+    AgentResponse,
+    TurnEncoder,
+    history_messages,
+    provider_name,
+)
+from agents.runs import CHAT_TYPES, Invocation, invocation_start
+
+# A run that failed on what the client sent (a RAG agent asked no question) is the
+# client's error, not the provider's.
+CLIENT_FAILURES = {"invalid_request": 400}
+
+
+class RespondView(AsyncAPIView, ApiView):
+    @extend_schema(
+        operation_id="agents_respond",
+        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
+        request=AgentRequest,
+        responses={200: AgentResponse},
+        tags=["invoke"],
+        summary="All messages of one turn (agent HTTP contract)",
+    )
+    async def post(self, request: Request, agentId: str, versionId: str) -> Any:
+        body, start = await in_db(self._start)(agentId, versionId)
+        encoder = TurnEncoder()
+        for event in await collected_events(start):
+            encoder.encode(event)
+        headers = run_headers(start)
+        failed = encoder.failed
+        if failed is not None:
+            status = CLIENT_FAILURES.get(failed.code) or FAILURE_STATUS.get(failed.code, 502)
+            detail = f"{failed.code}: {failed.message}"
+            return Response({"detail": detail}, status=status, headers=headers)
+        metadata = body.metadata.model_dump(exclude_unset=True) if body.metadata else None
+        answer = encoder.response(
+            provider=provider_name(start.spec.provider),
+            run_id=str(start.run_id),
+            metadata=metadata,
+        )
+        return Response(_dump(answer), headers=headers)
+
+    def _start(self, agent_id: str, version_id: str) -> tuple[AgentRequest, Invocation]:
+        body = self.body(AgentRequest)
+        messages = history_messages(body)
+        invocation = invocation_start(
+            user=self.request.user,
+            environment=self.environment,
+            agent_id=agent_uuid(agent_id),
+            version_ref=version_id,
+            protocol="respond",
+            route="/respond",
+            agent_types=CHAT_TYPES,
+            messages=messages,
+        )
+        return body, invocation
+
+
+def _dump(answer: AgentResponse) -> dict[str, Any]:
+    # exclude_unset: a message carries the fields of its role only (an assistant message
+    # of only calls keeps its explicit `content: null`, as OpenAI sends it).
+    return answer.model_dump(mode="json", exclude_unset=True)

@@ -1,0 +1,386 @@
+"""The MCP server registry (SPEC section 5): reads, writes, and the servers a run may use.
+
+A server belongs to one environment, or to all (no environment: global). READ on the
+environment shows its servers and the global ones; EDIT on it registers, changes and
+removes its servers; only superusers change global ones. Header values are encrypted at
+rest and never leave through here except, decrypted, into a run's endpoint.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q, QuerySet
+
+from agentbuilder.errors import (
+    Conflict,
+    DomainError,
+    ErrorItem,
+    Invalid,
+    NotFound,
+    PermissionDenied,
+)
+from agents.configs import McpServerReference, McpTool
+from agents.mcp.secrets import HeadersUnreadable, decrypt_headers, encrypt_headers
+from agents.mcp.ssrf import NetworkPolicy, UrlRefused, check_url, policy_from_settings, split
+from agents.mcp.types import (
+    STREAMABLE_HTTP,
+    McpEndpoint,
+    McpError,
+    McpServerRequest,
+    McpTimeout,
+    RemoteTool,
+)
+from agents.models import NAME_PATTERN, Environment, McpServer, McpTransport
+from agents.permissions import Action, environments_with
+from agents.runtime.spec import McpServerSpec
+
+Loc = tuple[str | int, ...]
+
+# RFC 9110 token characters; values may not break the header block.
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,200}$")
+FORBIDDEN_IN_VALUE = re.compile(r"[\r\n\x00]")
+MAX_HEADERS, MAX_HEADER_VALUE = 50, 8192
+# Set by the HTTP client and the MCP transport themselves; a stored value would break them.
+RESERVED_HEADERS = frozenset(
+    ("host", "content-length", "content-type", "transfer-encoding", "connection", "accept")
+) | {"mcp-session-id", "mcp-protocol-version", "last-event-id"}
+MAX_TIMEOUT = 300.0
+UNREGISTERED_OFF = (
+    "unregistered MCP server URLs are not allowed here: register the server "
+    "(POST /v1/mcp-servers) and reference it"
+)
+SCOPE_NAME_CONSTRAINTS = (
+    "mcp_server_name_ci_unique_per_environment",
+    "mcp_server_name_ci_unique_global",
+)
+
+
+# ---------------------------------------------------------------- reads
+
+
+def mcp_server_list(*, user: Any, environment: Environment) -> QuerySet[McpServer]:
+    """The servers of `environment` and the global ones. Raises PermissionDenied."""
+    _require(user, environment, Action.READ)
+    return _visible(environment).order_by("name", "id")
+
+
+def mcp_server_get(
+    *, user: Any, environment: Environment, server_id: str, action: Action = Action.READ
+) -> McpServer:
+    """One server the caller may READ (and act on as `action`: READ or EDIT).
+
+    Raises Invalid (not a uuid), NotFound or PermissionDenied.
+    """
+    try:
+        pk = uuid.UUID(server_id)
+    except ValueError:
+        raise Invalid.at(("path", "serverId"), "must be an MCP server id (a uuid)") from None
+    readable = environments_with(user, Action.READ).filter(pk=environment.pk).exists()
+    server = _visible(environment).select_related("environment").filter(pk=pk).first()
+    if server is None or not readable:
+        raise NotFound(f"MCP server '{server_id}' not found.")
+    if action != Action.READ:
+        _require_write(user, server.environment)
+    return server
+
+
+def _visible(environment: Environment) -> QuerySet[McpServer]:
+    return McpServer.objects.filter(Q(environment=environment) | Q(environment__isnull=True))
+
+
+def _require(user: Any, environment: Environment, action: Action) -> None:
+    if not environments_with(user, action).filter(pk=environment.pk).exists():
+        raise PermissionDenied(
+            f"You do not have {action.name} permission in environment '{environment.name}'."
+        )
+
+
+def _require_write(user: Any, environment: Environment | None) -> None:
+    if environment is not None:
+        _require(user, environment, Action.EDIT)
+    elif not user.is_superuser:
+        raise PermissionDenied("Only superusers can change global MCP servers.")
+
+
+# ---------------------------------------------------------------- writes
+
+
+@transaction.atomic
+def mcp_server_create(
+    *,
+    user: Any,
+    environment: Environment | None,
+    name: str,
+    url: str,
+    transport: str = STREAMABLE_HTTP,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+    enabled: bool = True,
+    description: str = "",
+) -> McpServer:
+    """Register a server (environment None: global). Raises PermissionDenied, Invalid or
+    Conflict."""
+    _require_write(user, environment)
+    fields: dict[str, Any] = {
+        "name": name,
+        "url": url.strip(),
+        "transport": transport,
+        "headers": dict(headers or {}),
+        "timeout": timeout,
+        "description": description,
+    }
+    _check(fields)
+    server = McpServer(environment=environment, enabled=enabled, created_by=user)
+    _assign(server, fields)
+    _save(server)
+    return server
+
+
+@transaction.atomic
+def mcp_server_update(*, user: Any, server: McpServer, changes: dict[str, Any]) -> McpServer:
+    """Change fields of a server; `headers` replaces every header. Raises PermissionDenied,
+    Invalid or Conflict."""
+    _require_write(user, server.environment)
+    if "url" in changes:
+        changes = {**changes, "url": str(changes["url"]).strip()}
+    _check(changes)
+    _assign(server, changes)
+    _save(server)
+    return server
+
+
+def mcp_server_delete(*, user: Any, server: McpServer) -> None:
+    """Remove a server; agents that reference it are told so when they call its tools."""
+    _require_write(user, server.environment)
+    server.delete()
+
+
+def _assign(server: McpServer, fields: Mapping[str, Any]) -> None:
+    for key, value in fields.items():
+        if key == "headers":
+            server.header_names = sorted(value)
+            server.headers_encrypted = encrypt_headers(value)
+        else:
+            setattr(server, key, value)
+
+
+def _save(server: McpServer) -> None:
+    try:
+        with transaction.atomic():
+            server.save()
+    except IntegrityError as exc:
+        constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
+        if constraint in SCOPE_NAME_CONSTRAINTS:
+            where = (
+                f"environment '{server.environment.name}'" if server.environment else "global scope"
+            )
+            raise Conflict(f"MCP server '{server.name}' already exists in {where}") from None
+        raise
+
+
+def _check(fields: Mapping[str, Any]) -> None:
+    errors = [ErrorItem(("body", *loc), msg) for loc, msg in _problems(fields)]
+    if errors:
+        raise Invalid(errors)
+
+
+def _problems(fields: Mapping[str, Any]) -> Iterable[tuple[Loc, str]]:
+    if "name" in fields and not re.fullmatch(NAME_PATTERN, str(fields["name"])):
+        yield ("name",), "1 to 100 characters: letters, digits, '-', '_' and '.'"
+    if len(str(fields.get("description", ""))) > 200:
+        yield ("description",), "at most 200 characters"
+    if "transport" in fields and fields["transport"] not in McpTransport.values:
+        yield ("transport",), f"must be one of {', '.join(McpTransport.values)}"
+    if "timeout" in fields and not 0 < float(fields["timeout"]) <= MAX_TIMEOUT:
+        yield ("timeout",), f"seconds, more than 0 and at most {MAX_TIMEOUT:g}"
+    if "url" in fields:
+        try:
+            check_url(fields["url"], policy_from_settings())
+        except UrlRefused as exc:
+            yield ("url",), str(exc)
+    if "headers" in fields:
+        yield from header_problems(fields["headers"])
+
+
+def header_problems(headers: Mapping[str, str]) -> Iterable[tuple[Loc, str]]:
+    if len(headers) > MAX_HEADERS:
+        yield ("headers",), f"at most {MAX_HEADERS} headers"
+    for name, value in headers.items():
+        if not HEADER_NAME.fullmatch(name):
+            yield ("headers", name), "not a valid header name"
+        elif name.lower() in RESERVED_HEADERS:
+            yield ("headers", name), "set by the MCP client itself; it cannot be configured"
+        elif FORBIDDEN_IN_VALUE.search(value) or len(value) > MAX_HEADER_VALUE:
+            yield (
+                ("headers", name),
+                f"a header value is one line of at most {MAX_HEADER_VALUE} characters",
+            )
+
+
+# ---------------------------------------------------------------- what a run uses
+
+
+def endpoint_of(server: McpServer, policy: NetworkPolicy | None = None) -> McpEndpoint:
+    """The server as the client connects to it. Raises HeadersUnreadable."""
+    return McpEndpoint(
+        url=server.url,
+        transport=server.transport,
+        headers=decrypt_headers(server.headers_encrypted),
+        timeout=server.timeout,
+        policy=policy or policy_from_settings(),
+    )
+
+
+def config_server_specs(
+    *, environment_id: uuid.UUID, tools: Sequence[McpTool]
+) -> tuple[McpServerSpec, ...]:
+    """The servers behind the config's mcp tools, in order. One that was deleted, disabled
+    or is no longer allowed stays in the list, unusable, so its tools can say why."""
+    references = [ref for tool in tools for ref in tool.mcp_server_references]
+    ids = [ref.id for ref in references if ref.id is not None]
+    rows = McpServer.objects.filter(
+        Q(environment_id=environment_id) | Q(environment__isnull=True), pk__in=ids
+    ).in_bulk()
+    policy = policy_from_settings()
+    return tuple(_reference_spec(ref, rows, policy) for ref in references)
+
+
+def _reference_spec(
+    ref: McpServerReference, rows: Mapping[Any, McpServer], policy: NetworkPolicy
+) -> McpServerSpec:
+    allowed = ref.tool_configuration.allowed_tools
+    allowed_tools = tuple(allowed) if allowed is not None else None
+    if ref.url is not None:
+        return url_spec(ref.url, {}, allowed_tools, policy)
+    row = rows.get(ref.id)
+    if row is None:
+        return McpServerSpec(f"mcp-{str(ref.id)[:8]}", None, allowed_tools, "no longer exists")
+    return row_spec(row, allowed_tools, policy)
+
+
+def row_spec(
+    row: McpServer, allowed_tools: tuple[str, ...] | None, policy: NetworkPolicy
+) -> McpServerSpec:
+    if not row.enabled:
+        return McpServerSpec(row.name, None, allowed_tools, "is disabled")
+    try:
+        endpoint = endpoint_of(row, policy)
+    except HeadersUnreadable as exc:
+        return McpServerSpec(row.name, None, allowed_tools, f"is unavailable: {exc}")
+    return McpServerSpec(row.name, endpoint, allowed_tools)
+
+
+def url_spec(
+    url: str,
+    headers: Mapping[str, str],
+    allowed_tools: tuple[str, ...] | None,
+    policy: NetworkPolicy,
+) -> McpServerSpec:
+    """A raw URL; the address guard runs again before every connection."""
+    try:
+        name = split(url)[0]
+    except UrlRefused:
+        name = "mcp"
+    if not settings.MCP_ALLOW_UNREGISTERED_URLS:
+        return McpServerSpec(name, None, allowed_tools, f"is not allowed: {UNREGISTERED_OFF}")
+    timeout = float(settings.MCP_TIMEOUT_SECONDS)
+    endpoint = McpEndpoint(url, STREAMABLE_HTTP, dict(headers), timeout, policy)
+    return McpServerSpec(name, endpoint, allowed_tools)
+
+
+def raw_url_problem(url: str, policy: NetworkPolicy | None = None) -> str | None:
+    """Why a raw URL may not be referenced, or None."""
+    if not settings.MCP_ALLOW_UNREGISTERED_URLS:
+        return UNREGISTERED_OFF
+    try:
+        check_url(url, policy or policy_from_settings())
+    except UrlRefused as exc:
+        return str(exc)
+    return None
+
+
+def request_server_specs(
+    *, environment: Environment, requests: Sequence[McpServerRequest]
+) -> tuple[McpServerSpec, ...]:
+    """The servers a request names for its run. Raises Invalid at each bad item."""
+    policy = policy_from_settings()
+    specs: list[McpServerSpec] = []
+    errors: list[ErrorItem] = []
+    for request in requests:
+        if request.url is not None:
+            problem = raw_url_problem(request.url, policy)
+            problem = problem or _header_problem(request)
+            if problem:
+                errors.append(ErrorItem((*request.loc, "url"), problem))
+                continue
+            specs.append(url_spec(request.url, request.headers, request.allowed_tools, policy))
+            continue
+        row = _by_name_or_id(environment, request.server or "")
+        loc = (*request.loc, request.server_key)
+        if row is None:
+            msg = f"unknown MCP server '{request.server}' in environment '{environment.name}'"
+            errors.append(ErrorItem(loc, msg))
+        elif not row.enabled:
+            errors.append(ErrorItem(loc, f"MCP server '{row.name}' is disabled"))
+        else:
+            specs.append(row_spec(row, request.allowed_tools, policy))
+    if errors:
+        raise Invalid(errors)
+    return tuple(specs)
+
+
+def _header_problem(request: McpServerRequest) -> str | None:
+    problems = [msg for _, msg in header_problems(request.headers)]
+    return f"headers: {problems[0]}" if problems else None
+
+
+def _by_name_or_id(environment: Environment, ref: str) -> McpServer | None:
+    servers = _visible(environment)
+    try:
+        return servers.filter(pk=uuid.UUID(ref)).first()
+    except ValueError:
+        pass
+    # The environment's own server wins over a global one of the same name.
+    own_first = F("environment_id").asc(nulls_last=True)
+    return servers.filter(name__iexact=ref).order_by(own_first).first()
+
+
+# ---------------------------------------------------------------- live listing
+
+
+class McpServerFailed(DomainError):
+    """The server could not be listed (502)."""
+
+    status = 502
+
+
+class McpServerTimedOut(McpServerFailed):
+    status = 504
+
+
+def mcp_server_endpoint(server: McpServer) -> McpEndpoint:
+    """The endpoint to list `server` live. Raises McpServerFailed."""
+    try:
+        return endpoint_of(server)
+    except HeadersUnreadable as exc:
+        raise McpServerFailed(f"MCP server '{server.name}' is unavailable: {exc}") from None
+
+
+async def mcp_server_tools(*, name: str, endpoint: McpEndpoint) -> tuple[RemoteTool, ...]:
+    """The server's tools, fetched now (and cached for runs). Raises McpServerFailed or
+    McpServerTimedOut."""
+    # Imported here: the SDK is slow to load and only needed once a server is used.
+    from agents.mcp.cache import tools_of
+
+    try:
+        return await tools_of(endpoint, live=True)
+    except McpTimeout as exc:
+        raise McpServerTimedOut(f"MCP server '{name}' {exc}") from None
+    except McpError as exc:
+        raise McpServerFailed(f"MCP server '{name}' {exc}") from None
