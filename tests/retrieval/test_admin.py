@@ -21,7 +21,8 @@ def test_documents_admin_shows_status_and_chunks_and_reingests(
     browser = Client()
     browser.force_login(admin_user)
     listing = browser.get("/admin/retrieval/document/").content.decode()
-    assert "Handbook" in listing and "ready" in listing
+    assert "Handbook" in listing
+    assert "ready" in listing
 
     Document.objects.filter(pk=document.pk).update(status="failed", error="old")
     with django_capture_on_commit_callbacks(execute=True):
