@@ -23,9 +23,14 @@ import json
 import math
 import random
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
+
+import pytest
 
 from tests.fakes.server import Call, Fail, FakeHandler, FakeServer, Recorded, Turn
 
@@ -334,3 +339,38 @@ class FakeBedrock(FakeServer):
             for r in self.requests
             if (parts := r.path.split("/"))[1:2] == ["guardrail"]
         ]
+
+
+@contextmanager
+def bedrock_environment(home: Path) -> Iterator[FakeBedrock]:
+    """A FakeBedrock that boto3 finds through the environment, as a deployment would
+    (AWS_ENDPOINT_URL_BEDROCK_RUNTIME), with dummy credentials, no stray AWS settings of
+    the machine, and botocore's retry backoff shrunk so throttling tests stay fast."""
+    from botocore.retries.standard import ExponentialBackoff
+
+    from agentbuilder import aws
+
+    with FakeBedrock() as fake, pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", fake.url)
+        patch.setenv("AWS_ACCESS_KEY_ID", "testing")
+        patch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        patch.setenv("AWS_CONFIG_FILE", str(home / "config"))
+        patch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(home / "credentials"))
+        for name in (
+            "AWS_REGION",
+            "AWS_PROFILE",
+            "AWS_SESSION_TOKEN",
+            "AWS_BEARER_TOKEN_BEDROCK",
+            "AWS_ENDPOINT_URL",
+            "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+        ):
+            patch.delenv(name, raising=False)
+        patch.setattr(
+            ExponentialBackoff,
+            "_DEFAULT_BACKOFF_CONFIG",
+            {"throttling_base_scale": 0.01, "non_throttling_base_scale": 0.01},
+        )
+        aws.clear_cache()
+        yield fake
+        aws.clear_cache()

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
-from botocore.retries.standard import ExponentialBackoff
 
 from agentbuilder import aws
 from guardrails.engines.base import PASS, Span, Stage, Verdict
@@ -17,6 +16,7 @@ from tests.fakes.bedrock import (
     GUARDRAIL_BLOCKED,
     FakeBedrock,
     Guard,
+    bedrock_environment,
     content_filter,
     denied_topic,
     grounding,
@@ -34,32 +34,8 @@ INTERVENED: Final = "GUARDRAIL_INTERVENED"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeBedrock]:
     # One server per module, so boto3 clients (costly to build) serve every test.
-    home = tmp_path_factory.mktemp("aws")
-    with FakeBedrock() as fake, pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", fake.url)
-        patch.setenv("AWS_ACCESS_KEY_ID", "testing")
-        patch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        patch.setenv("AWS_CONFIG_FILE", str(home / "config"))
-        patch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(home / "credentials"))
-        for name in (
-            "AWS_REGION",
-            "AWS_PROFILE",
-            "AWS_SESSION_TOKEN",
-            "AWS_BEARER_TOKEN_BEDROCK",
-            "AWS_ENDPOINT_URL",
-            "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
-        ):
-            patch.delenv(name, raising=False)
-        # botocore waits up to a second before retrying a throttled call.
-        patch.setattr(
-            ExponentialBackoff,
-            "_DEFAULT_BACKOFF_CONFIG",
-            {"throttling_base_scale": 0.01, "non_throttling_base_scale": 0.01},
-        )
-        aws.clear_cache()
+    with bedrock_environment(tmp_path_factory.mktemp("aws")) as fake:
         yield fake
-        aws.clear_cache()
 
 
 @pytest.fixture

@@ -18,11 +18,9 @@ from typing import Any
 import jsonschema
 import pytest
 from asgiref.sync import async_to_sync
-from botocore.retries.standard import ExponentialBackoff
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from agentbuilder import aws
 from agents.examples import CALCULATOR, PERSON_EXTRACTOR
 from agents.llm.base import Finished, Usage
 from agents.llm.bedrock import BedrockProvider
@@ -30,7 +28,7 @@ from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.llm.local import LocalModel
 from agents.llm.openai import OpenAIProvider
 from agents.models import Agent, Run
-from tests.fakes.bedrock import FakeBedrock
+from tests.fakes.bedrock import FakeBedrock, bedrock_environment
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import FakeServer, Script
 
@@ -398,31 +396,8 @@ class Backend:
 
 @pytest.fixture(scope="package")
 def bedrock_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeBedrock]:
-    home = tmp_path_factory.mktemp("aws")
-    with FakeBedrock() as fake, pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", fake.url)
-        patch.setenv("AWS_ACCESS_KEY_ID", "testing")
-        patch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        patch.setenv("AWS_CONFIG_FILE", str(home / "config"))
-        patch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(home / "credentials"))
-        for name in (
-            "AWS_REGION",
-            "AWS_PROFILE",
-            "AWS_SESSION_TOKEN",
-            "AWS_BEARER_TOKEN_BEDROCK",
-            "AWS_ENDPOINT_URL",
-            "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
-        ):
-            patch.delenv(name, raising=False)
-        patch.setattr(
-            ExponentialBackoff,
-            "_DEFAULT_BACKOFF_CONFIG",
-            {"throttling_base_scale": 0.01, "non_throttling_base_scale": 0.01},
-        )
-        aws.clear_cache()
+    with bedrock_environment(tmp_path_factory.mktemp("aws")) as fake:
         yield fake
-        aws.clear_cache()
 
 
 @pytest.fixture(scope="package")

@@ -14,16 +14,14 @@ from pathlib import Path
 
 import openai
 import pytest
-from botocore.retries.standard import ExponentialBackoff
 from django.conf import settings
 
-from agentbuilder import aws
 from retrieval.embedders.base import EmbeddingError
 from retrieval.embedders.bedrock import BedrockEmbedder
 from retrieval.embedders.local import LocalEmbedder, words
 from retrieval.embedders.openai import OpenAIEmbedder
 from retrieval.embedders.registry import embedder_for
-from tests.fakes.bedrock import FakeBedrock, titan_embedding
+from tests.fakes.bedrock import FakeBedrock, bedrock_environment, titan_embedding
 from tests.fakes.openai import FakeOpenAI, openai_embedding
 from tests.fakes.server import Fail, Turn
 
@@ -157,32 +155,8 @@ def test_local_refuses_a_dimension_below_one() -> None:
 
 @pytest.fixture(scope="module")
 def bedrock_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeBedrock]:
-    home = tmp_path_factory.mktemp("aws")
-    with FakeBedrock() as fake, pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", fake.url)
-        patch.setenv("AWS_ACCESS_KEY_ID", "testing")
-        patch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        patch.setenv("AWS_CONFIG_FILE", str(home / "config"))
-        patch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(home / "credentials"))
-        for name in (
-            "AWS_REGION",
-            "AWS_PROFILE",
-            "AWS_SESSION_TOKEN",
-            "AWS_BEARER_TOKEN_BEDROCK",
-            "AWS_ENDPOINT_URL",
-            "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
-        ):
-            patch.delenv(name, raising=False)
-        # botocore waits up to a second before retrying a throttled call.
-        patch.setattr(
-            ExponentialBackoff,
-            "_DEFAULT_BACKOFF_CONFIG",
-            {"throttling_base_scale": 0.01, "non_throttling_base_scale": 0.01},
-        )
-        aws.clear_cache()
+    with bedrock_environment(tmp_path_factory.mktemp("aws")) as fake:
         yield fake
-        aws.clear_cache()
 
 
 @pytest.fixture
