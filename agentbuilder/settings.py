@@ -242,6 +242,11 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    # pgserver logs every process start and exit at INFO.
-    "loggers": {"pgserver": {"level": "WARNING"}},
+    # pgserver logs every process start and exit at INFO; httpx (the MCP and OpenAI
+    # clients) every request, and the MCP SDK every session it opens.
+    "loggers": {
+        "pgserver": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+        "mcp.client": {"level": "WARNING"},
+    },
 }

@@ -35,6 +35,7 @@ from agents import selectors
 from agents.api.invoke import FAILURE_STATUS, collected_events, recorded_events, run_headers
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.configs import StructuredOutputTool, ToolAgentConfig
+from agents.mcp.types import McpServerRequest
 from agents.permissions import Action
 from agents.protocols.chat_completions import (
     KEEPALIVE,
@@ -50,7 +51,6 @@ from agents.runtime.events import Event, ResponseFailed
 
 KEEPALIVE_SECONDS = 15.0
 PROTOCOL = "chat.completions"
-MCP_NOT_SUPPORTED = "mcp_servers are not supported yet"
 # A run's failure code → the status of a non-streaming answer (default 502).
 CHAT_FAILURE_STATUS = {**FAILURE_STATUS, "invalid_request": 400}
 
@@ -123,8 +123,6 @@ class _ChatCompletionsBase(AsyncAPIView, ApiView):
         self, agent_id: uuid.UUID | None, version_ref: str
     ) -> tuple[ChatCompletionRequest, Invocation]:
         body = self.body(ChatCompletionRequest)
-        if body.mcp_servers:
-            raise DomainError(MCP_NOT_SUPPORTED)
         messages = body.runtime_messages()
         user, environment = self.request.user, self.environment
         if agent_id is None:
@@ -152,8 +150,26 @@ class _ChatCompletionsBase(AsyncAPIView, ApiView):
             # The document's iteration is user → model → tool call → tool result → model:
             # `iteration_limit` rounds of tools, then the model may still answer.
             max_iterations=body.iteration_limit + 1,
+            mcp_servers=_mcp_requests(body),
         )
         return body, invocation
+
+
+def _mcp_requests(body: ChatCompletionRequest) -> list[McpServerRequest]:
+    """The request's `mcp_servers`, for this run only: registered servers by
+    `integration_fqn` (name or id), raw URLs where settings allow them."""
+    return [
+        McpServerRequest(
+            ("body", "mcp_servers", i),
+            server=server.integration_fqn,
+            url=server.url,
+            headers=server.headers or {},
+            allowed_tools=None
+            if server.enable_all_tools
+            else tuple(tool.name for tool in server.tools),
+        )
+        for i, server in enumerate(body.mcp_servers)
+    ]
 
 
 def _answer_tools(invocation: Invocation) -> frozenset[str]:

@@ -707,3 +707,81 @@ def test_servers_a_request_names_join_the_run_of_a_tool_agent_only(
             **common,
         )
     assert refused.value.errors[0].loc == ("body", "mcp_servers")
+
+
+# ---------------------------------------------------------------- chat completions' mcp_servers
+
+
+# A tool agent of its own tools only (a clock), so that adding comes from the request.
+CLOCK_AGENT = {
+    "llmModelId": "local.demo-v1",
+    "systemPrompt": "Be brief.",
+    "tools": [
+        {
+            "toolType": "function",
+            "name": "clock",
+            "description": "The current time.",
+            "funcName": "current_time",
+        }
+    ],
+}
+
+
+def chat(client: APIClient, agent: dict[str, Any], *servers: dict[str, Any]) -> Any:
+    body = {
+        "model": agent["name"],
+        "messages": [{"role": "user", "content": "Please add 2 and 3"}],
+        "mcp_servers": list(servers),
+    }
+    return client.post("/v1/chat/completions", body, format="json")
+
+
+def test_chat_completions_runs_tools_of_the_servers_the_request_names(
+    owner_client: APIClient, live: LiveServer, loopback: None
+) -> None:
+    register(owner_client, live.url)
+    agent = make_agent(owner_client, CLOCK_AGENT)
+    only_echo = {"integration_fqn": "calc", "enable_all_tools": False, "tools": [{"name": "echo"}]}
+    answer = chat(owner_client, agent, {"integration_fqn": "CALC"})
+    assert answer.status_code == 200, answer.json()
+    run = Run.objects.get(pk=answer["X-Run-Id"])
+    tool_messages = [m for m in run.messages if m["role"] == "tool"]
+    assert [(m["name"], m["content"]) for m in tool_messages] == [("add", "5.0")]
+    assert "5" in answer.json()["choices"][0]["message"]["content"]
+
+    # Only the tools the request allows are offered: with `echo` alone, nothing adds.
+    narrowed = chat(owner_client, agent, only_echo)
+    assert narrowed.status_code == 200, narrowed.json()
+    run = Run.objects.get(pk=narrowed["X-Run-Id"])
+    assert all(m.get("name") != "add" for m in run.messages if m["role"] == "tool")
+
+    # The same agent without the request's servers cannot add.
+    plain = chat(owner_client, agent)
+    run = Run.objects.get(pk=plain["X-Run-Id"])
+    assert all(m.get("name") != "add" for m in run.messages if m["role"] == "tool")
+
+
+def test_chat_completions_refuses_unknown_servers_and_raw_urls_in_openai_style(
+    owner_client: APIClient, live: LiveServer, settings: Any
+) -> None:
+    agent = make_agent(owner_client, CLOCK_AGENT)
+    unknown = chat(owner_client, agent, {"integration_fqn": "nowhere"})
+    assert unknown.status_code == 400
+    assert unknown.json()["error"]["param"] == "mcp_servers[0].integration_fqn"
+    assert "unknown MCP server 'nowhere'" in unknown.json()["error"]["message"]
+    assert Run.objects.get(pk=unknown["X-Run-Id"]).status == "failed"
+
+    raw = chat(owner_client, agent, {"url": live.url})
+    assert raw.json()["error"]["param"] == "mcp_servers[0].url"
+    assert "unregistered MCP server URLs are not allowed" in raw.json()["error"]["message"]
+
+    settings.MCP_ALLOW_UNREGISTERED_URLS = True  # still not loopback, which is not allowed
+    loopback_url = chat(owner_client, agent, {"url": live.url})
+    assert loopback_url.status_code == 400
+    assert "loopback" in loopback_url.json()["error"]["message"]
+
+    settings.MCP_ALLOWED_HOSTS = ["127.0.0.1"]
+    allowed = chat(owner_client, agent, {"url": live.url})
+    assert allowed.status_code == 200, allowed.json()
+    run = Run.objects.get(pk=allowed["X-Run-Id"])
+    assert [m["content"] for m in run.messages if m["role"] == "tool"] == ["5.0"]

@@ -434,16 +434,12 @@ def test_refusals_are_openai_errors_the_sdk_raises(
     assert unauthenticated.value.code == "invalid_api_key"
 
     mcp = {"integration_fqn": "common-tools", "enable_all_tools": False, "tools": [{"name": "x"}]}
-    with pytest.raises(openai.BadRequestError) as not_yet:
+    with pytest.raises(openai.BadRequestError) as unknown_server:
         client.chat.completions.create(
             model="calculator", messages=ASK, extra_body={"mcp_servers": [mcp]}
         )
-    assert not_yet.value.body == {
-        "message": "mcp_servers are not supported yet",
-        "type": "invalid_request_error",
-        "param": None,
-        "code": None,
-    }
+    assert unknown_server.value.param == "mcp_servers[0].integration_fqn"
+    assert unknown_server.value.type == "invalid_request_error"
     with pytest.raises(openai.BadRequestError) as malformed:
         client.chat.completions.create(
             model="calculator",
@@ -472,8 +468,11 @@ def test_refusals_are_openai_errors_the_sdk_raises(
     with pytest.raises(openai.PermissionDeniedError) as forbidden:
         sdk(port, outsider).chat.completions.create(model="calculator", messages=ASK)
     assert forbidden.value.type == "permission_error"
-    # Nothing the callers sent started a run.
-    assert not Run.objects.exists()
+    # Only the unknown server came after the version was resolved: its run failed, and
+    # nothing else the callers sent started one.
+    (failed,) = Run.objects.all()
+    assert (failed.status, failed.error["code"]) == ("failed", "invalid_request")
+    Run.objects.all().delete()
 
     # A task agent is refused after its run was opened: the answer names the failed run.
     task = make_agent("Rater", "task")
