@@ -32,6 +32,23 @@ SPEC_OPERATIONS = [
     ("post", "/v1/agents/versions/batch-get"),
     ("get", "/v1/models"),
     ("get", "/v1/guardrails"),
+    ("get", "/v1/runs"),
+    ("get", "/v1/runs/{runId}"),
+    ("get", "/v1/threads/{threadId}"),
+    ("get", "/v1/documents"),
+    ("post", "/v1/documents"),
+    ("get", "/v1/documents/{documentId}"),
+    ("delete", "/v1/documents/{documentId}"),
+    ("post", "/v1/search"),
+    ("get", "/v1/mcp-servers"),
+    ("post", "/v1/mcp-servers"),
+    ("get", "/v1/mcp-servers/{serverId}"),
+    ("patch", "/v1/mcp-servers/{serverId}"),
+    ("delete", "/v1/mcp-servers/{serverId}"),
+    ("get", "/v1/mcp-servers/{serverId}/tools"),
+    ("post", "/v1/agents/{agentId}/versions/{versionId}/respond"),
+    ("post", "/v1/agents/{agentId}/versions/{versionId}/invoke"),
+    ("post", "/v1/agents/{agentId}/versions/{versionId}/invoke-task"),
 ]
 WRITES = [(m, p) for m, p in SPEC_OPERATIONS if m in ("post", "patch")]
 PUBLIC = {("post", "/v1/auth/token")}

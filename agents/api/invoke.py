@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from adrf.views import APIView as AsyncAPIView
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from pydantic import Field
+from pydantic import BaseModel, Field
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -68,6 +68,49 @@ class InvokeRequest(CamelModel):
 class InvokeTaskRequest(CamelModel):
     inputs: dict[str, Any]
     guardrails: list[str] = Field(default_factory=list, max_length=20)
+
+
+# The answer of `invoke` and `invoke-task` (SPEC section 4), for the OpenAPI document: the
+# encoder (agents.protocols.native.response_body) writes it.
+class OutputText(CamelModel):
+    type: Literal["output_text"]
+    text: str
+
+
+class FunctionCallItem(CamelModel):
+    type: Literal["function_call"]
+    status: Literal["completed"]
+    call_id: str
+    name: str
+    arguments: str = Field(description="The call's arguments as a JSON string.")
+
+
+class MessageItem(CamelModel):
+    type: Literal["message"]
+    status: Literal["completed"]
+    role: Literal["assistant"]
+    content: list[OutputText]
+
+
+class TokenUsage(BaseModel):
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
+class InvokeResponse(CamelModel):
+    """The response object. A tool agent whose answer is a `structured_output` call answers
+    with the validated object itself instead."""
+
+    object: Literal["response"]
+    id: str
+    created_at: int = Field(description="Epoch seconds.")
+    model: str
+    output: list[Annotated[FunctionCallItem | MessageItem, Field(discriminator="type")]]
+    usage: TokenUsage
+    custom_outputs: dict[str, Any] | None = Field(
+        None, description="sourceNodes and ragMode of a RAG agent, a guardrail's verdict."
+    )
 
 
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -188,7 +231,7 @@ class InvokeView(_InvokeBase):
         operation_id="agents_invoke",
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
         request=InvokeRequest,
-        responses={200: dict},
+        responses={200: InvokeResponse},
         tags=["invoke"],
     )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:
@@ -217,7 +260,7 @@ class InvokeTaskView(_InvokeBase):
         operation_id="agents_invoke_task",
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
         request=InvokeTaskRequest,
-        responses={200: dict},
+        responses={200: InvokeResponse},
         tags=["invoke"],
     )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:

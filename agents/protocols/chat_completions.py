@@ -98,16 +98,15 @@ class ChatMessage(_Lenient):
             return self.content
         return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
 
-    @model_validator(mode="after")
-    def _shape(self) -> ChatMessage:
-        # ValueError, not Invalid: pydantic places it at this message (messages[i]).
+    def problem(self) -> tuple[str, str] | None:
+        """The field this message lacks or should not have, and why."""
         if self.role == "tool" and not self.tool_call_id:
-            raise ValueError("a tool message needs the tool_call_id it answers")
+            return "tool_call_id", "a tool message needs the tool_call_id it answers"
         if self.role != "assistant" and self.tool_calls:
-            raise ValueError("only assistant messages carry tool_calls")
+            return "tool_calls", "only assistant messages carry tool_calls"
         if self.role != "assistant" and self.content is None:
-            raise ValueError(f"a {self.role} message needs content")
-        return self
+            return "content", f"a {self.role} message needs content"
+        return None
 
 
 class StreamOptions(_Lenient):
@@ -163,6 +162,14 @@ class ChatCompletionRequest(_Lenient):
 
     @model_validator(mode="after")
     def _agent_can_do(self) -> ChatCompletionRequest:
+        # Checked here rather than on each message so that the error names the field.
+        problems = []
+        for i, message in enumerate(self.messages):
+            if (found := message.problem()) is not None:
+                field, msg = found
+                problems.append(ErrorItem(("messages", i, field), msg))
+        if problems:
+            raise Invalid(problems)
         if self.n is not None and self.n != 1:
             raise Invalid.at(("n",), "an agent answers with one choice: n must be 1")
         if self.tools:

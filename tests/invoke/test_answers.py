@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from agents.api.invoke import InvokeResponse
 from agents.models import Agent
 from tests.fakes.server import Call, Turn
 from tests.invoke.conftest import (
@@ -33,6 +34,7 @@ def test_invoke_answers_a_response_object_with_the_calls_then_the_message(
     assert answer.status == 200
     body = answer.body
     check(body, RESPONSE_OBJECT)
+    InvokeResponse.model_validate(body)  # what the OpenAPI document says it is
     assert body["object"] == "response"
     assert body["id"].startswith("resp_")
     assert before <= body["createdAt"] <= int(time.time())

@@ -849,3 +849,31 @@ def test_history_maps_to_runtime_messages_and_unanswered_calls_are_refused() -> 
     with pytest.raises(Invalid) as refused:
         unanswered.runtime_messages()
     assert refused.value.errors[0].loc == ("body", "messages", 2, "tool_calls", 0, "id")
+
+
+BAD_MESSAGES: dict[str, tuple[list[dict[str, Any]], str]] = {
+    "unknown role": ([{"role": "wizard", "content": "hi"}], "messages[0].role"),
+    "tool message without tool_call_id": (
+        [*ASK, {"role": "tool", "content": "15"}],
+        "messages[1].tool_call_id",
+    ),
+    "no messages": ([], "messages"),
+    "user message without content": ([{"role": "user"}], "messages[0].content"),
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", list(BAD_MESSAGES))
+def test_bad_messages_are_openai_400s_before_any_run(
+    case: str, owner_client: Any, calculator: Agent
+) -> None:
+    messages, param = BAD_MESSAGES[case]
+    answer = owner_client.post(
+        "/v1/chat/completions", {"model": "calculator", "messages": messages}, format="json"
+    )
+    assert answer.status_code == 400, answer.content
+    error = answer.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert error["param"] == param, error
+    assert error["message"]
+    assert not Run.objects.exists()
