@@ -12,9 +12,9 @@ vocabulary as bench/retrieval_search.py, embedded by the local embedder (384 dim
   CELERY_BROKER_URL; this process uploads with the same broker, so `document_create` queues
   `retrieval.ingest_document` on commit. Timed from the first upload until no document is
   pending (polled every 20 ms).
-- The same with the worker's settings from bench/worker_settings.py (the project's plus
-  CELERY_DB_REUSE_MAX=1000): Celery's Django fixup otherwise closes the worker's
-  connection pool around every task, so each task opens new PostgreSQL connections.
+- The same with `CELERY_DB_REUSE_MAX=0` in the worker's environment (the project's
+  default is 1000): Celery's Django fixup then closes the worker's connection pool around
+  every task, so each task opens new PostgreSQL connections.
 - Each path first ingests 4 documents (not counted; the tables are emptied after).
 - Eager: the same documents with `task_always_eager` (the set-up without a broker): each
   upload ingests in this process before `document_create` returns. The stages of
@@ -317,13 +317,13 @@ def celery_run(
     *,
     pool: str,
     concurrency: int,
-    reuse: bool = False,
+    reuse: bool = True,
 ) -> Run:
     name = f"Celery ({pool}, concurrency {concurrency})"
     env = {}
-    if reuse:
-        name += ", CELERY_DB_REUSE_MAX=1000"
-        env["DJANGO_SETTINGS_MODULE"] = "bench.worker_settings"
+    if not reuse:
+        name += ", CELERY_DB_REUSE_MAX=0"
+        env["CELERY_DB_REUSE_MAX"] = "0"
     run = Run(name)
     empty_tables()
     worker = Worker(broker, pool=pool, concurrency=concurrency, env=env)
@@ -518,8 +518,8 @@ def measure(db: Database, count: int, broker: str, *, pool: str, concurrency: in
         f"EMBEDDING_PROVIDER={settings.EMBEDDING_PROVIDER}, EMBEDDING_DIM={settings.EMBEDDING_DIM}"
     )
     runs = [
+        celery_run(db, uploads, broker, pool=pool, concurrency=concurrency, reuse=False),
         celery_run(db, uploads, broker, pool=pool, concurrency=concurrency),
-        celery_run(db, uploads, broker, pool=pool, concurrency=concurrency, reuse=True),
         eager_run(db, uploads),
     ]
     print()

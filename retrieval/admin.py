@@ -1,9 +1,7 @@
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin, messages
-from django.db.models import Count, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from retrieval.models import Document
@@ -33,11 +31,7 @@ class DocumentAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Document]:
         # The uploaded bytes stay in the database, not in every list page.
-        return super().get_queryset(request).defer("source").annotate(chunk_total=Count("chunks"))
-
-    @admin.display(description="chunks", ordering="chunk_total")
-    def chunk_count(self, document: Any) -> int:
-        return int(getattr(document, "chunk_total", 0))
+        return super().get_queryset(request).defer("source")
 
     @admin.action(description="Ingest the selected documents again")
     def reingest(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:

@@ -40,6 +40,9 @@ class Document(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     ingested_at = models.DateTimeField(null=True, blank=True)
+    # Kept with the chunks (ingestion writes both in one transaction): search reads how
+    # many chunks a filter leaves from the documents, without counting chunks.
+    chunk_count = models.PositiveIntegerField(default=0, db_default=0)
 
     class Meta:
         ordering = ["-created_at"]

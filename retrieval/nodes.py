@@ -9,9 +9,13 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Neighbour:
+    """A chunk next to a hit in its document; `start`/`end` are its character offsets."""
+
     chunk_id: int
     position: int
     text: str
+    start: int = 0
+    end: int = 0
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,8 @@ class Node:
     score: float
     neighbours: tuple[Neighbour, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    start: int = 0
+    end: int = 0
 
     def source_node(self) -> dict[str, Any]:
         """The node as SPEC's sourceNodes list it."""

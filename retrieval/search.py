@@ -1,19 +1,23 @@
 """Search over an environment's chunks: vector, full text, or both fused (RRF, k = 60).
 
 One SQL statement per search: the HxQL filter, both rankings, the fusion and the
-adjacent chunks all run inside it. Reranking and the score threshold happen after, in
-Python, on at most `limit` candidates.
+adjacent chunks all run inside it. Before it, one aggregate over the documents counts the
+chunks the filter leaves, which decides how the vector half runs (`vector_plan`).
+Reranking and the score threshold happen after, in Python, on at most `limit` candidates.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
 from pgvector.django import CosineDistance
 
 from retrieval.models import TS_CONFIG, Chunk, Document, DocumentStatus
@@ -21,6 +25,11 @@ from retrieval.nodes import Neighbour, Node
 from retrieval.rerank import rerank
 
 RRF_K = 60
+# pgvector's largest hnsw.ef_search.
+EF_SEARCH_MAX = 1000
+# How many more index candidates than `limit` the filter should leave, on average: the
+# share of a filter is an average, and a query's neighbourhood may hold fewer of its chunks.
+OVERFETCH = 3
 
 
 @dataclass(frozen=True)
@@ -35,30 +44,76 @@ class SearchRequest:
     threshold: float = 0.0
 
 
+@dataclass(frozen=True)
+class Scope:
+    """Chunks the search may return (the environment's ready documents that pass the
+    filter), and chunks in the HNSW index (every environment's, every status)."""
+
+    chunks: int
+    indexed: int
+
+
 def search(*, environment_id: Any, request: SearchRequest, vector: list[float]) -> list[Node]:
     """The best chunks for `request` in the environment's ready documents, reranked."""
     candidates = _candidates(environment_id, request, vector)
     ranked = rerank(request.query, candidates, top_n=request.reranker_top_n)
     kept = [n for n in ranked if n.score >= request.threshold]
-    return [_with_neighbours(n, request) for n in kept]
+    return with_neighbours(kept, request)
+
+
+def vector_plan(scope: Scope, limit: int) -> int | None:
+    """The `hnsw.ef_search` for the vector half, or None to compare every chunk (exact).
+
+    pgvector 0.6 filters after the HNSW scan, and the scan yields only `ef_search`
+    candidates from the whole index: a filter that keeps a small share of them leaves
+    fewer than `limit` (an environment next to a bigger one, a selective HxQL filter).
+    So ef_search grows with 1 / share, and where it would pass pgvector's maximum, or the
+    chunks are few enough to compare them all quickly, the search is exact instead.
+    """
+    if scope.chunks <= settings.RETRIEVAL_EXACT_MAX_CHUNKS:
+        return None
+    share = scope.chunks / max(scope.indexed, scope.chunks)
+    wanted = limit if share >= 1 else math.ceil(limit * OVERFETCH / share)
+    ef = max(settings.HNSW_EF_SEARCH, wanted)
+    return ef if ef <= EF_SEARCH_MAX else None
 
 
 def _documents(environment_id: Any, hxql: Q) -> QuerySet[Document]:
     return Document.objects.filter(hxql, environment_id=environment_id, status=DocumentStatus.READY)
 
 
-def _candidates(environment_id: Any, request: SearchRequest, vector: list[float]) -> list[Node]:
-    chunks = Chunk.objects.filter(document__in=_documents(environment_id, request.filter))
-    by_vector = (
-        chunks.annotate(distance=CosineDistance("embedding", vector))
-        .order_by("distance")
-        .values("id", "distance")[: request.limit]
+def _scope(environment_id: Any, hxql: Q) -> Scope:
+    # One pass over the documents (a row per document, not per chunk), exact where the
+    # planner's estimate of a metadata filter can be off by a hundred times.
+    searched = Q(hxql, environment_id=environment_id, status=DocumentStatus.READY)
+    totals = Document.objects.aggregate(
+        chunks=Coalesce(Sum("chunk_count", filter=searched), Value(0)),
+        indexed=Coalesce(Sum("chunk_count"), Value(0)),
     )
-    parts = [_ranked(by_vector, "distance")]
+    return Scope(chunks=int(totals["chunks"]), indexed=int(totals["indexed"]))
+
+
+def _candidates(environment_id: Any, request: SearchRequest, vector: list[float]) -> list[Node]:
+    scope = _scope(environment_id, request.filter)
+    ef = vector_plan(scope, request.limit)
+    rows, vector_hits = _run(environment_id, request, vector, ef)
+    if ef is not None and vector_hits < min(request.limit, scope.chunks):
+        # The index's nearest candidates were mostly chunks the filter drops (another
+        # environment's, say, all nearer the query): compare every chunk instead.
+        rows, vector_hits = _run(environment_id, request, vector, None)
+    return [_node(row) for row in rows]
+
+
+def _run(
+    environment_id: Any, request: SearchRequest, vector: list[float], ef: int | None
+) -> tuple[list[tuple[Any, ...]], int]:
+    """The fused rows, and how many chunks the vector half found."""
+    documents = _documents(environment_id, request.filter)
+    parts = [_vector_ranking(documents, vector, request.limit, ef)]
     text_query = SearchQuery(request.query, search_type="websearch", config=TS_CONFIG)
     if request.hybrid:
         by_text = (
-            chunks.filter(search_vector=text_query)
+            Chunk.objects.filter(document__in=documents, search_vector=text_query)
             .annotate(relevance=SearchRank(F("search_vector"), text_query, cover_density=True))
             .order_by("-relevance", "id")
             .values("id", "relevance")[: request.limit]
@@ -66,15 +121,12 @@ def _candidates(environment_id: Any, request: SearchRequest, vector: list[float]
         parts.append(_ranked(by_text, "relevance DESC"))
     sql, params = _fused(parts, request)
     with transaction.atomic(), connection.cursor() as cursor:
-        # ef_search bounds how many neighbours HNSW visits: enough for `limit` after filtering.
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(_ef(request))])
+        if ef is not None:
+            cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef)])
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    return [_node(row) for row in rows]
-
-
-def _ef(request: SearchRequest) -> int:
-    return min(1000, max(40, request.limit * 4))
+    # Every row carries the vector half's count last; no row means it found nothing.
+    return [row[:-1] for row in rows], (rows[0][-1] if rows else 0)
 
 
 # The SQL here is assembled from constant fragments and querysets Django compiled with
@@ -82,33 +134,71 @@ def _ef(request: SearchRequest) -> int:
 Part = tuple[str, tuple[Any, ...]]
 
 
+def _vector_ranking(
+    documents: QuerySet[Document], vector: list[float], limit: int, ef: int | None
+) -> Part:
+    """The chunks of `documents` nearest `vector`: exact when `ef` is None, otherwise the
+    HNSW index's `ef` nearest chunks of any environment, filtered after the scan."""
+    distance = CosineDistance("embedding", vector)
+    if ef is None:
+        exact = (
+            Chunk.objects.filter(document__in=documents)
+            .annotate(distance=distance)
+            # `+ 0`: an order the HNSW index cannot serve, so every chunk is compared
+            # whatever the planner thinks the filter leaves.
+            .order_by(F("distance") + Value(0.0), "id")
+            .values("id", "distance")[:limit]
+        )
+        return _ranked(exact, "distance")
+    nearest = Chunk.objects.annotate(distance=distance).order_by("distance")
+    nearest_sql, nearest_params = nearest.values("id", "document_id", "distance")[
+        :ef
+    ].query.sql_with_params()
+    documents_sql, documents_params = documents.values("id").query.sql_with_params()
+    # The filter stays outside the LIMIT: this is the plan pgvector 0.6 can do fast, made
+    # explicit so that a misestimated filter cannot turn it into an exact scan.
+    ranking = (
+        f"SELECT id, distance FROM ({nearest_sql}) AS nearest"
+        f" WHERE document_id IN ({documents_sql}) ORDER BY distance, id LIMIT %s"
+    )
+    return _ranked_sql(ranking, (*nearest_params, *documents_params, limit), "distance")
+
+
 def _ranked(queryset: QuerySet[Any], order: str) -> Part:
     """A ranking as (id, rank): `order` is a column of the queryset, maybe with DESC."""
     sql, params = queryset.query.sql_with_params()
+    return _ranked_sql(sql, tuple(params), order)
+
+
+def _ranked_sql(sql: str, params: tuple[Any, ...], order: str) -> Part:
     return (
         f"SELECT id, ROW_NUMBER() OVER (ORDER BY {order}, id) AS rank FROM ({sql}) AS r",
-        tuple(params),
+        params,
     )
 
 
-def _fused(
-    parts: list[tuple[str, tuple[Any, ...]]], request: SearchRequest
-) -> tuple[str, list[Any]]:
-    union = " UNION ALL ".join(f"({sql})" for sql, _ in parts)
+def _fused(parts: list[Part], request: SearchRequest) -> tuple[str, list[Any]]:
+    """The statement: the rankings (the vector's first, as `half` 0), fused, with each
+    chunk's document, its neighbours, and the count of the vector half's hits."""
+    union = " UNION ALL ".join(
+        f"(SELECT id, rank, {half} AS half FROM ({sql}) AS ranking)"
+        for half, (sql, _) in enumerate(parts)
+    )
     params: list[Any] = [p for _, ps in parts for p in ps]
     neighbours = "'[]'::json"
     if request.adjacent_range:
         neighbours = (
             "COALESCE((SELECT json_agg(json_build_object('id', n.id, 'position', n.position,"
-            " 'text', n.text) ORDER BY n.position) FROM retrieval_chunk n"
-            " WHERE n.document_id = c.document_id AND n.id <> c.id"
+            " 'text', n.text, 'start', n.start, 'end', n.end) ORDER BY n.position)"
+            " FROM retrieval_chunk n WHERE n.document_id = c.document_id AND n.id <> c.id"
             " AND n.position BETWEEN c.position - %s AND c.position + %s), '[]'::json)"
         )
     sql = (
         f"WITH hits AS ({union}),"
         f" fused AS (SELECT id, SUM(1.0 / ({RRF_K} + rank)) AS score FROM hits GROUP BY id)"
-        f" SELECT c.id, c.document_id, d.title, c.position, c.text, f.score, d.metadata,"
-        f" {neighbours}"
+        " SELECT c.id, c.document_id, d.title, c.position, c.text, f.score, d.metadata,"
+        f" c.start, c.end, {neighbours},"
+        " (SELECT count(*) FROM hits WHERE half = 0)"
         " FROM fused f JOIN retrieval_chunk c ON c.id = f.id"
         " JOIN retrieval_document d ON d.id = c.document_id"
         " ORDER BY f.score DESC, c.id LIMIT %s"
@@ -120,7 +210,7 @@ def _fused(
 
 
 def _node(row: tuple[Any, ...]) -> Node:
-    chunk_id, document_id, title, position, text, score, metadata, neighbours = row
+    chunk_id, document_id, title, position, text, score, metadata, start, end, neighbours = row
     if isinstance(metadata, str):
         metadata = json.loads(metadata)
     if isinstance(neighbours, str):
@@ -132,39 +222,79 @@ def _node(row: tuple[Any, ...]) -> Node:
         position=position,
         text=text,
         score=float(score),
-        neighbours=tuple(Neighbour(n["id"], n["position"], n["text"]) for n in neighbours or ()),
+        neighbours=tuple(
+            Neighbour(n["id"], n["position"], n["text"], n["start"], n["end"])
+            for n in neighbours or ()
+        ),
         metadata=metadata or {},
+        start=start,
+        end=end,
     )
 
 
-def _with_neighbours(node: Node, request: SearchRequest) -> Node:
-    if not node.neighbours or not request.adjacent_merge:
-        return node
-    ordered = sorted(
-        [*node.neighbours, Neighbour(node.chunk_id, node.position, node.text)],
+def with_neighbours(hits: list[Node], request: SearchRequest) -> list[Node]:
+    """Each hit with its adjacent chunks: merged into its text (`adjacent_merge`), or else
+    as nodes of their own right after it, with its score, each chunk listed once."""
+    if not request.adjacent_range:
+        return hits
+    if request.adjacent_merge:
+        return [_merged(hit) for hit in hits]
+    listed = {hit.chunk_id for hit in hits}
+    nodes: list[Node] = []
+    for hit in hits:
+        nodes.append(hit)
+        for n in hit.neighbours:
+            if n.chunk_id not in listed:
+                listed.add(n.chunk_id)
+                nodes.append(_neighbour_node(hit, n))
+    return nodes
+
+
+def _neighbour_node(hit: Node, neighbour: Neighbour) -> Node:
+    return Node(
+        chunk_id=neighbour.chunk_id,
+        document_id=hit.document_id,
+        title=hit.title,
+        position=neighbour.position,
+        text=neighbour.text,
+        score=hit.score,
+        metadata=hit.metadata,
+        start=neighbour.start,
+        end=neighbour.end,
+    )
+
+
+def _merged(hit: Node) -> Node:
+    if not hit.neighbours:
+        return hit
+    spans = sorted(
+        [*hit.neighbours, Neighbour(hit.chunk_id, hit.position, hit.text, hit.start, hit.end)],
         key=lambda n: n.position,
     )
     return Node(
-        chunk_id=node.chunk_id,
-        document_id=node.document_id,
-        title=node.title,
-        position=node.position,
-        text=merge_texts([n.text for n in ordered]),
-        score=node.score,
-        metadata=node.metadata,
+        chunk_id=hit.chunk_id,
+        document_id=hit.document_id,
+        title=hit.title,
+        position=hit.position,
+        text=merge_spans(spans),
+        score=hit.score,
+        metadata=hit.metadata,
+        start=spans[0].start,
+        end=max(n.end for n in spans),
     )
 
 
-def merge_texts(texts: list[str]) -> str:
-    """Join consecutive chunks, dropping the overlap each one repeats from the one before."""
-    merged = texts[0] if texts else ""
-    for text in texts[1:]:
-        merged += _without_overlap(merged, text)
+def merge_spans(spans: list[Neighbour]) -> str:
+    """The text of consecutive chunks, in position order, by their offsets in the document:
+    what two chunks share (the overlap) appears once; between two that do not touch, the
+    whitespace the chunker trimmed becomes one space."""
+    if not spans:
+        return ""
+    merged, reached = spans[0].text, spans[0].end
+    for span in spans[1:]:
+        if span.start >= reached:
+            merged += (" " if span.start > reached else "") + span.text
+        elif span.end > reached:
+            merged += span.text[reached - span.start :]
+        reached = max(reached, span.end)
     return merged
-
-
-def _without_overlap(before: str, after: str) -> str:
-    for size in range(min(len(before), len(after)), 0, -1):
-        if before.endswith(after[:size]):
-            return after[size:]
-    return ("" if before.endswith((" ", "\n")) or not before else " ") + after

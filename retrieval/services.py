@@ -147,7 +147,7 @@ def _store(document_id: uuid.UUID, pieces: list[Piece], vectors: list[list[float
         for piece, vector in zip(pieces, vectors, strict=True)
     )
     Document.objects.filter(pk=document_id).update(
-        status=DocumentStatus.READY, error="", ingested_at=timezone.now()
+        status=DocumentStatus.READY, error="", ingested_at=timezone.now(), chunk_count=len(pieces)
     )
 
 
@@ -155,5 +155,5 @@ def _store(document_id: uuid.UUID, pieces: list[Piece], vectors: list[list[float
 def _fail(document_id: uuid.UUID, reason: str) -> None:
     Chunk.objects.filter(document_id=document_id).delete()
     Document.objects.filter(pk=document_id).update(
-        status=DocumentStatus.FAILED, error=reason[:2000]
+        status=DocumentStatus.FAILED, error=reason[:2000], chunk_count=0
     )

@@ -30,7 +30,7 @@ from rest_framework.response import Response
 from agentbuilder.api.errors import exception_handler
 from agentbuilder.api.views import ApiView
 from agentbuilder.db import in_db
-from agentbuilder.errors import DomainError, Invalid
+from agentbuilder.errors import Invalid
 from agents import selectors
 from agents.api.invoke import FAILURE_STATUS, collected_events, recorded_events, run_headers
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid

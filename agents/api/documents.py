@@ -61,6 +61,7 @@ class DocumentOut(OutputModel):
     media_type: str
     status: Literal["pending", "ready", "failed"]
     error: str
+    chunk_count: int
     created_at: datetime
     ingested_at: datetime | None
 
@@ -75,6 +76,7 @@ class DocumentOut(OutputModel):
             media_type=d.media_type,
             status=d.status,
             error=d.error,
+            chunk_count=d.chunk_count,
             created_at=d.created_at,
             ingested_at=d.ingested_at,
         )

@@ -17,6 +17,11 @@ Role = Literal["user", "assistant", "tool"]
 TASK_INPUTS_HEADER = "Inputs:"
 # RAG agents ask a model whether an answer is grounded by forcing this tool.
 GROUNDING_TOOL = "grounding_check"
+# RAG agents with multihop refinement ask a model to rewrite a question with this prompt.
+QUERY_REWRITE_PROMPT = (
+    "Rewrite the user's question as a short search query that would find the passages "
+    "answering it. Answer with the query only."
+)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 It exists so that every path of the platform runs, demos and is tested with no account
 anywhere. It is not clever, but it is honest: it picks tools by word overlap, reads numbers
 and quoted strings for arguments, fills structured output from the text, quotes the best
-matching sentences of a context, and counts its tokens as whitespace-separated words.
+matching sentences of a context, rewrites a question as its content words, and counts its
+tokens as whitespace-separated words.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from agents.llm.base import (
     GROUNDING_TOOL,
+    QUERY_REWRITE_PROMPT,
     TASK_INPUTS_HEADER,
     Finished,
     Message,
@@ -84,6 +86,8 @@ def _decide(request: ModelRequest) -> ToolCallPart | str:
     if last.role == "tool":
         return _report_tool_results(request.messages)
     text = last.text
+    if request.system == QUERY_REWRITE_PROMPT:
+        return _search_query(text)
     if _has_context(request.system):
         return _answer_from_context(request.system, text)
     tool = _pick_tool(request.tools, text)
@@ -179,6 +183,12 @@ def _arguments_of(call: ToolCallPart) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _search_query(question: str) -> str:
+    """A question's content words in their order, as a search engine wants them."""
+    words = [w for w in _WORD.findall(question.lower()) if w not in _STOP]
+    return " ".join(dict.fromkeys(words)) or question
 
 
 def _has_context(system: str) -> bool:

@@ -7,11 +7,18 @@ flow itself stays free of the ORM.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 from agents.configs import RagAgentConfig
-from agents.llm.base import GROUNDING_TOOL, Message, ModelRequest, ToolSpec
+from agents.llm.base import (
+    GROUNDING_TOOL,
+    QUERY_REWRITE_PROMPT,
+    Message,
+    ModelRequest,
+    ToolSpec,
+)
 from agents.runtime.events import Event, ResponseCompleted, TextDelta
 from agents.runtime.model_step import StepResult, model_step
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
@@ -28,10 +35,7 @@ GROUNDING_SCHEMA = {
     },
     "required": ["grounded", "score"],
 }
-REFINE_PROMPT = (
-    "Rewrite the user's question as a short search query that would find the passages "
-    "answering it. Answer with the query only."
-)
+REFINE_PROMPT = QUERY_REWRITE_PROMPT
 GROUNDING_PROMPT = (
     "You check answers against their sources. Given the context and an answer, decide "
     "whether every sentence of the answer is supported by the context."
@@ -77,6 +81,16 @@ def context_str(nodes: list[Node]) -> str:
     return "\n\n".join(f"[{i}] ({n.title}) {n.text}" for i, n in enumerate(nodes, 1))
 
 
+_PLACEHOLDER = re.compile(r"\{(context_str|query_str)\}")
+
+
+def fill_prompt(template: str, context: str, question: str) -> str:
+    """The template with both placeholders filled in one pass: a passage or a question
+    that happens to contain "{query_str}" stays as written."""
+    values = {"context_str": context, "query_str": question}
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+
 def _request(
     spec: AgentSpec,
     config: RagAgentConfig,
@@ -88,8 +102,7 @@ def _request(
     messages: tuple[Message, ...] | None = None,
     tools: tuple[ToolSpec, ...] = (),
 ) -> ModelRequest:
-    prompt = config.system_prompt.replace("{context_str}", context_str(nodes) or "(none)")
-    prompt = prompt.replace("{query_str}", question)
+    prompt = fill_prompt(config.system_prompt, context_str(nodes) or "(none)", question)
     inference = config.inference_config
     return ModelRequest(
         model_id=config.llm_model_id,

@@ -73,11 +73,13 @@ def test_json_upload_is_accepted_pending_then_ready(owner_client, post_document)
     assert document["docType"] == "policy"
     assert document["metadata"] == {"team": "hr", "objectId": "kb-1"}
     assert document["mediaType"] == "text/plain"
+    assert document["chunkCount"] == Chunk.objects.filter(document_id=body["id"]).count() > 0
     assert set(document) == {
         "id",
         "title",
         "docType",
         "metadata",
+        "chunkCount",
         "sourceName",
         "mediaType",
         "status",
@@ -436,15 +438,18 @@ def test_search_runs_one_query_for_the_nodes(
     settings.CHUNK_OVERLAP = 4
     add_document(" ".join(f"Vacation fact number {i} is here." for i in range(30)))
 
-    # user, environment, permission; set_config and the search (in a savepoint): never one
-    # query per chunk or per neighbour
+    # user, environment, permission; the documents' chunk count and the search (in a
+    # savepoint): never one query per chunk or per neighbour
     with django_assert_max_num_queries(7):
         response = owner_client.post(
             "/v1/search",
             {"query": "vacation fact", "limit": 20, "rerankerTopN": 20, "adjacentChunkRange": 2},
             format="json",
         )
-    assert len(response.json()["nodes"]) == 20
+    nodes = response.json()["nodes"]
+    # The 20 hits, then the neighbours that are not hits themselves, each listed once.
+    assert 20 < len(nodes) <= 30
+    assert len({n["chunkId"] for n in nodes}) == len(nodes)
 
 
 # --- permissions and environments ----------------------------------------------------------

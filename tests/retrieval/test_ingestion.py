@@ -178,13 +178,14 @@ def test_embedding_failure_midway_leaves_no_chunks_old_or_new(
     assert failed.status == DocumentStatus.FAILED
     assert failed.error == "provider unavailable (HTTP 503)"
     assert not Chunk.objects.filter(document=document).exists()
+    assert failed.chunk_count == 0
 
     monkeypatch.undo()
     with django_capture_on_commit_callbacks(execute=True):
         document_reingest(document=document)
 
     fixed = Document.objects.get(pk=document.pk)
-    assert (fixed.status, fixed.error) == (DocumentStatus.READY, "")
+    assert (fixed.status, fixed.error, fixed.chunk_count) == (DocumentStatus.READY, "", len(good))
     assert snapshot(document) == good
 
 

@@ -3,6 +3,7 @@ the one SQL statement, adjacent chunks, reranking, the threshold, and what is ne
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -13,8 +14,16 @@ from agents.configs import RagSettings
 from agents.rag import search_now, search_request
 from retrieval.hxql import parse_hxql
 from retrieval.models import TS_CONFIG, Chunk, Document, DocumentStatus
-from retrieval.nodes import Node
-from retrieval.search import RRF_K, SearchRequest, merge_texts, search
+from retrieval.nodes import Neighbour, Node
+from retrieval.search import (
+    RRF_K,
+    Scope,
+    SearchRequest,
+    merge_spans,
+    search,
+    vector_plan,
+    with_neighbours,
+)
 from retrieval.services import document_embedder, document_reingest
 
 pytestmark = pytest.mark.django_db
@@ -167,56 +176,125 @@ def test_one_statement_per_search_even_with_adjacent_chunks(add_document, env, s
     with CaptureQueriesContext(connection) as captured:
         nodes = search(environment_id=env.pk, request=request, vector=vector)
 
-    assert len(nodes) == 20
+    hits = [n for n in nodes if n.neighbours]
+    assert len(hits) == 20
     assert {n.title for n in nodes} == {"long"}
-    assert all(n.neighbours for n in nodes)
+    assert len({n.chunk_id for n in nodes}) == len(nodes)  # neighbours listed once
     statements = search_statements(captured.captured_queries)
     assert len(statements) == 2, statements
-    set_config, select = statements
-    assert "set_config('hnsw.ef_search', '80', true)" in set_config
+    scope, select = statements
+    # The chunks the filter leaves, counted from the documents: few, so the search is exact.
+    assert "retrieval_chunk" not in scope
+    assert "SUM" in scope
     # The filter, both rankings, the fusion and the neighbours: all in the one SELECT.
     for part in ("'team'", "retrieval_document", "websearch_to_tsquery", "<=>", "json_agg"):
         assert part in select
 
 
-@pytest.mark.parametrize(("limit", "ef"), [(1, 40), (10, 40), (50, 200), (900, 1000)])
-def test_ef_search_follows_the_limit(add_document, env, limit, ef):
+def test_a_search_over_the_hnsw_index_sets_ef_search_in_its_transaction(
+    add_document, env, settings
+):
+    settings.RETRIEVAL_EXACT_MAX_CHUNKS = 0
+    settings.HNSW_EF_SEARCH = 77
     add_document("Vacation days are twenty five.")
     with CaptureQueriesContext(connection) as captured:
-        find(env, "vacation", limit=limit)
+        assert titles(find(env, "vacation", limit=5)) == ["Doc"]
 
-    [set_config] = [q["sql"] for q in captured.captured_queries if "set_config" in q["sql"]]
-    assert f"'hnsw.ef_search', '{ef}', true" in set_config
+    _scope, set_config, select = search_statements(captured.captured_queries)
+    assert "'hnsw.ef_search', '77', true" in set_config
+    assert "<=>" in select
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: once the planner uses the HNSW index, it returns the ef_search nearest chunks "
-    "of the whole table and the environment/HxQL filter is applied after: a small environment "
-    "next to a big one gets no vector hits at all (pgvector 0.6 has no iterative index scan)",
+@pytest.mark.parametrize(
+    ("chunks", "indexed", "limit", "ef"),
+    [
+        (10_000, 10_000, 10, None),  # few chunks: compare them all
+        (100_000, 100_000, 10, 100),  # the whole index: HNSW_EF_SEARCH
+        (100_000, 100_000, 400, 400),  # never fewer candidates than the limit
+        (100_000, 100_000, 1000, 1000),
+        (100_000, 100_000, 1001, None),  # past pgvector's maximum ef_search
+        (20_000, 100_000, 10, 150),  # a fifth of the index: 3 x 10 / 0.2
+        (50_000, 100_000, 10, 100),  # half: 60 < HNSW_EF_SEARCH
+        (20_000, 1_000_000, 10, None),  # 2 %: 1,500 candidates would be needed
+    ],
 )
-def test_vector_search_finds_a_small_environment_next_to_a_big_one(add_document, env, other_env):
-    # 1,000 chunks elsewhere, all nearer the query than ours: enough for the planner to
-    # choose the HNSW index (300 are not).
-    crowd = Document.objects.create(
-        environment=other_env, title="crowd", media_type="text/plain", source=b"x"
+def test_vector_plan_grows_ef_search_as_the_filter_narrows(settings, chunks, indexed, limit, ef):
+    settings.RETRIEVAL_EXACT_MAX_CHUNKS = 10_000
+    settings.HNSW_EF_SEARCH = 100
+    assert vector_plan(Scope(chunks=chunks, indexed=indexed), limit) == ef
+
+
+def crowd(environment: Any, texts: list[str], title: str = "crowd") -> Document:
+    """A ready document whose chunks are written directly (ingesting 1,000 would be slow)."""
+    document = Document.objects.create(
+        environment=environment, title=title, media_type="text/plain", source=b"x"
     )
-    texts = [f"Vacation leave days paragraph {i}" for i in range(1000)]
     vectors = document_embedder().embed(texts)
     Chunk.objects.bulk_create(
-        Chunk(document=crowd, position=i, text=text, token_count=5, embedding=vector)
+        Chunk(document=document, position=i, text=text, token_count=5, embedding=vector)
         for i, (text, vector) in enumerate(zip(texts, vectors, strict=True))
     )
-    Document.objects.filter(pk=crowd.pk).update(status=DocumentStatus.READY)
-    add_document("Garden notes: tomatoes need sun and water daily.", title="ours")
+    Document.objects.filter(pk=document.pk).update(
+        status=DocumentStatus.READY, chunk_count=len(texts)
+    )
+    return document
+
+
+def analyze() -> None:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE retrieval_chunk")
         cursor.execute("ANALYZE retrieval_document")
-        # What the planner chooses at this size anyway, made certain (until the test ends).
+
+
+def test_vector_search_finds_a_small_environment_next_to_a_big_one(add_document, env, other_env):
+    # 1,000 chunks elsewhere, all nearer the query than ours: the HNSW index's nearest
+    # candidates are all theirs, so a post-filtered index scan would find nothing here.
+    crowd(other_env, [f"Vacation leave days paragraph {i}" for i in range(1000)])
+    add_document("Garden notes: tomatoes need sun and water daily.", title="ours")
+    analyze()
+    with connection.cursor() as cursor:
+        # Planner settings that favour the index, made certain (until the test ends).
         cursor.execute("SET LOCAL enable_seqscan = off")
 
     # The environment holds one ready chunk: a vector search must return it.
     assert titles(find(env, "vacation leave days", hybrid=False, limit=5)) == ["ours"]
+
+
+def test_the_hnsw_path_visits_more_candidates_as_the_share_shrinks(env, other_env, settings):
+    # 1,300 chunks alike, 300 of them (one in every 4 to 5) in the searched environment.
+    texts = [f"Vacation leave days paragraph {i}" for i in range(1300)]
+    crowd(other_env, [t for i, t in enumerate(texts) if i % 13 >= 3])
+    crowd(env, [t for i, t in enumerate(texts) if i % 13 < 3], title="ours")
+    analyze()
+    request = {"hybrid": False, "limit": 10, "reranker_top_n": 10}
+    settings.RETRIEVAL_EXACT_MAX_CHUNKS = 100  # 300 of 1,300 chunks: HNSW at 3 x 10 / 0.23
+    settings.HNSW_EF_SEARCH = 40
+    with CaptureQueriesContext(connection) as captured:
+        indexed = find(env, "vacation leave days paragraph 7", **request)
+
+    _scope, set_config, select = search_statements(captured.captured_queries)
+    assert "'hnsw.ef_search', '130', true" in set_config
+    assert titles(indexed) == ["ours"] * 10
+
+
+def test_a_search_the_index_cannot_fill_runs_again_exactly(env, other_env, settings):
+    # 1,000 chunks elsewhere, all nearer the query than any of ours.
+    crowd(other_env, [f"Vacation leave days paragraph {i}" for i in range(1000)])
+    crowd(env, [f"Vacation plans for week {i} of the year" for i in range(300)], title="ours")
+    analyze()
+    request = {"hybrid": False, "limit": 10, "reranker_top_n": 10}
+    settings.RETRIEVAL_EXACT_MAX_CHUNKS = 100_000
+    exact = find(env, "vacation leave days", **request)
+
+    settings.RETRIEVAL_EXACT_MAX_CHUNKS = 100
+    with CaptureQueriesContext(connection) as captured:
+        found = find(env, "vacation leave days", **request)
+
+    _scope, set_config, indexed, again = search_statements(captured.captured_queries)
+    assert "hnsw.ef_search" in set_config
+    assert "+ 0.0" not in indexed
+    assert "+ 0.0" in again  # the exact ordering
+    assert [n.chunk_id for n in found] == [n.chunk_id for n in exact]
 
 
 # --- adjacent chunks -----------------------------------------------------------------------
@@ -236,7 +314,12 @@ def zoo(add_document, settings) -> list[Chunk]:
 
 
 def only_hit(environment: Any, query: str, **options: Any) -> Node:
-    [node] = find(environment, query, reranker_top_n=1, **options)
+    """The one hit of a search that keeps one; its neighbours are on it (and, without a
+    merge, listed after it as nodes of their own)."""
+    [node, *neighbours] = find(environment, query, reranker_top_n=1, **options)
+    assert [n.chunk_id for n in neighbours] == [
+        n.chunk_id for n in node.neighbours if not options.get("adjacent_merge")
+    ]
     return node
 
 
@@ -300,11 +383,6 @@ def test_neighbours_never_come_from_another_document(add_document, env, zoo):
     assert [n.chunk_id for n in first.neighbours] == [zoo[1].pk, zoo[2].pk]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: merge_texts guesses the overlap from the texts: without a real overlap, a "
-    "chunk that begins with what the one before ends with loses those characters",
-)
 def test_merge_keeps_text_that_only_looks_like_an_overlap(add_document, env, settings):
     settings.CHUNK_TOKENS = 9
     settings.CHUNK_OVERLAP = 0
@@ -322,11 +400,41 @@ def test_merge_keeps_text_that_only_looks_like_an_overlap(add_document, env, set
     assert node.text == text  # not "… in C#.NET makes …"
 
 
-def test_merge_texts_drops_only_the_repeated_part():
-    assert merge_texts(["One. Two.", "Two. Three.", "Three. Four."]) == "One. Two. Three. Four."
-    assert merge_texts(["One.", "Two."]) == "One. Two."
-    assert merge_texts(["One.\n", "Two."]) == "One.\nTwo."
-    assert merge_texts([]) == ""
+def test_merge_spans_joins_chunks_by_their_offsets():
+    def span(position: int, text: str, start: int) -> Neighbour:
+        return Neighbour(position, position, text, start, start + len(text))
+
+    text = "One. Two. Three. Four."
+    overlapping = [span(0, "One. Two.", 0), span(1, "Two. Three.", 5), span(2, "Three. Four.", 10)]
+    assert merge_spans(overlapping) == text
+    assert merge_spans([span(0, "One.", 0), span(1, "Two.", 5)]) == "One. Two."
+    # A chunk inside the one before adds nothing; touching chunks join without a space.
+    assert merge_spans([span(0, "One. Two.", 0), span(1, "Two.", 5)]) == "One. Two."
+    assert merge_spans([span(0, "C#", 0), span(1, ".NET", 2)]) == "C#.NET"
+    assert merge_spans([]) == ""
+
+
+def test_neighbours_without_merge_are_nodes_with_their_hits_score(zoo, env):
+    query = "dingo lives in sentence 3. The emu"
+    [hit, *neighbours] = find(env, query, reranker_top_n=1, adjacent_range=1)
+
+    assert hit.position == 3
+    assert [(n.position, n.text, n.score) for n in neighbours] == [
+        (2, zoo[2].text, hit.score),
+        (4, zoo[4].text, hit.score),
+    ]
+    assert all(n.neighbours == () for n in neighbours)
+
+
+def test_a_chunk_near_two_hits_is_listed_once():
+    def hit(position: int, *near: int) -> Node:
+        neighbours = tuple(Neighbour(n, n, f"chunk {n}", 10 * n, 10 * n + 7) for n in near)
+        return Node(position, uuid.uuid4(), "doc", position, f"chunk {position}", 1.0, neighbours)
+
+    # Chunk 1 is next to both hits; chunk 2 is a hit itself.
+    nodes = with_neighbours([hit(0, 1), hit(2, 1, 3)], SearchRequest("q", adjacent_range=1))
+
+    assert [n.position for n in nodes] == [0, 1, 2, 3]
 
 
 # --- rerank and threshold ------------------------------------------------------------------
