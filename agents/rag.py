@@ -8,14 +8,15 @@ import dataclasses
 from typing import Any
 
 from django.conf import settings
-from retrieval.hxql import HxqlError, parse_hxql
 
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid
 from agents.configs import RagSettings
-from agents.runtime.spec import Retriever
+from agents.runtime.spec import Retriever, RunFailure
+from retrieval.errors import RetrievalUnavailable
+from retrieval.hxql import HxqlError, parse_hxql
 from retrieval.nodes import Node
-from retrieval.search import SearchRequest, search
+from retrieval.search import SearchRequest, candidates, finish, search
 from retrieval.services import document_embedder
 
 # RAG settings a request may override (SPEC section 4), as the request names them.
@@ -58,13 +59,20 @@ def search_now(*, environment_id: Any, template: SearchRequest, query: str) -> l
 
 
 def retriever(*, environment_id: Any, template: SearchRequest) -> Retriever:
-    """An async retriever for the runtime: embedding in a thread, the query in the
-    request's database thread, no connection held in between."""
+    """An async retriever for the runtime: embedding and reranking in threads, the query
+    in the request's database thread, no connection held in between."""
     embedder = document_embedder()
 
     async def retrieve(query: str) -> list[Node]:
-        [vector] = await asyncio.to_thread(embedder.embed, [query])
-        request = dataclasses.replace(template, query=query)
-        return await in_db(search)(environment_id=environment_id, request=request, vector=vector)
+        try:
+            [vector] = await asyncio.to_thread(embedder.embed, [query])
+            request = dataclasses.replace(template, query=query)
+            found = await in_db(candidates)(
+                environment_id=environment_id, request=request, vector=vector
+            )
+            return await asyncio.to_thread(finish, request, found)
+        except RetrievalUnavailable as exc:
+            # An outage, not a bug: the run fails saying which provider failed, and why.
+            raise RunFailure("retrieval_unavailable", str(exc)) from exc
 
     return retrieve

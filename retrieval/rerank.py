@@ -1,8 +1,9 @@
-"""The local reranker: how well a chunk covers the query's terms, and how close together.
+"""Reranking search's candidates to the top N, by the deployment's RERANK_PROVIDER.
 
-A cross-feature score in 0..1 (coverage 0.7, proximity 0.3); the fused retrieval score
-only breaks ties. It is lexical and cheap, which is what a deployment with no reranking
-model can honestly offer.
+`local` (the default) is a cross-feature score in 0..1: how well a chunk covers the
+query's terms (0.7) and how close together the found terms stand, times that coverage
+(0.3), the fused retrieval score only breaking ties: 1 for every term side by side. It is lexical and cheap, which is what a deployment with no reranking
+model can honestly offer. `bedrock` asks a reranking model (retrieval.rerank_bedrock).
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ from __future__ import annotations
 import dataclasses
 import re
 from typing import Protocol, TypeVar
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset(
@@ -33,7 +37,43 @@ def terms(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
 
 
+class Reranker(Protocol):
+    def __call__(self, query: str, nodes: list[S], *, top_n: int) -> list[S]:
+        """The `top_n` best of `nodes` for `query`, best first, each scored by the reranker."""
+        ...
+
+
 def rerank(query: str, nodes: list[S], *, top_n: int) -> list[S]:
+    """The `top_n` best nodes by the deployment's reranker, whose score becomes theirs.
+
+    Raises RerankError when a reranking model fails, ImproperlyConfigured for an unknown
+    RERANK_PROVIDER.
+    """
+    return reranker()(query, nodes, top_n=top_n)
+
+
+def reranker() -> Reranker:
+    """The reranker RERANK_PROVIDER names, read on every search so settings apply at once."""
+    provider = settings.RERANK_PROVIDER
+    if provider == "local":
+        return rerank_local
+    if provider == "bedrock":
+        # Imported here: boto3 loads only where reranking runs on Bedrock.
+        try:
+            from retrieval.rerank_bedrock import BedrockReranker
+        except ImportError as exc:
+            raise ImproperlyConfigured(
+                f"RERANK_PROVIDER 'bedrock' needs the 'boto3' package: {exc}"
+            ) from exc
+        return BedrockReranker(
+            model=settings.RERANK_MODEL,
+            max_retries=settings.RERANK_MAX_RETRIES,
+            timeout=settings.RERANK_TIMEOUT,
+        )
+    raise ImproperlyConfigured(f"RERANK_PROVIDER is {provider!r}; it must be 'local' or 'bedrock'")
+
+
+def rerank_local(query: str, nodes: list[S], *, top_n: int) -> list[S]:
     """The `top_n` best nodes by the cross-feature score, which becomes their score."""
     wanted = set(terms(query))
     if not wanted:
@@ -51,7 +91,9 @@ def _score(wanted: set[str], text: str, fused: float) -> float:
     positions = [i for i, w in enumerate(words) if w in wanted]
     found = {words[i] for i in positions}
     coverage = len(found) / len(wanted)
-    proximity = _proximity(words, positions, found) if found else 0.0
+    # Weighted by coverage: one term of two "stands side by side" with nobody, which says
+    # nothing, so a chunk matching half the query scores half (0.5), not 0.65.
+    proximity = coverage * _proximity(words, positions, found) if found else 0.0
     # The fused rank (≤ 2/61) only separates otherwise equal chunks.
     return min(1.0, 0.7 * coverage + 0.3 * proximity + fused * 0.01)
 

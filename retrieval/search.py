@@ -55,8 +55,14 @@ class Scope:
 
 def search(*, environment_id: Any, request: SearchRequest, vector: list[float]) -> list[Node]:
     """The best chunks for `request` in the environment's ready documents, reranked."""
-    candidates = _candidates(environment_id, request, vector)
-    ranked = rerank(request.query, candidates, top_n=request.reranker_top_n)
+    found = candidates(environment_id=environment_id, request=request, vector=vector)
+    return finish(request, found)
+
+
+def finish(request: SearchRequest, found: list[Node]) -> list[Node]:
+    """Rerank the candidates, apply the threshold, add the neighbours. No database: an
+    async caller runs it outside its database thread (a reranker may call a model)."""
+    ranked = rerank(request.query, found, top_n=request.reranker_top_n)
     kept = [n for n in ranked if n.score >= request.threshold]
     return with_neighbours(kept, request)
 
@@ -93,7 +99,8 @@ def _scope(environment_id: Any, hxql: Q) -> Scope:
     return Scope(chunks=int(totals["chunks"]), indexed=int(totals["indexed"]))
 
 
-def _candidates(environment_id: Any, request: SearchRequest, vector: list[float]) -> list[Node]:
+def candidates(*, environment_id: Any, request: SearchRequest, vector: list[float]) -> list[Node]:
+    """Up to `limit` chunks by fused rank, each with its neighbours' texts."""
     scope = _scope(environment_id, request.filter)
     ef = vector_plan(scope, request.limit)
     rows, vector_hits = _run(environment_id, request, vector, ef)

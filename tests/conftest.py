@@ -93,11 +93,12 @@ SEEDS = [
 
 @pytest.fixture(autouse=True)
 def _seeded(request: pytest.FixtureRequest) -> None:
-    """The rows the migrations seed (default environment, catalogs), whatever ran before.
+    """The rows the migrations seed (default environment, catalogs) and post_migrate makes
+    (permissions), whatever ran before.
 
     A transactional test flushes the database when it ends; xdist may schedule an ordinary
     test after it on the same worker. Re-running the (idempotent) seeds inside the test's
-    transaction costs one query when nothing is missing.
+    transaction costs two queries when nothing is missing.
     """
     uses_db = request.node.get_closest_marker("django_db") or {
         "db",
@@ -106,8 +107,16 @@ def _seeded(request: pytest.FixtureRequest) -> None:
     if not uses_db:
         return
     request.getfixturevalue("_django_db_helper")
+    from django.contrib.auth.models import Permission
+    from django.core.management.sql import emit_post_migrate_signal
+
     from agents.models import LLMModel
     from guardrails.models import Guardrail
+
+    # A serialized-rollback test's flush skips post_migrate, which makes the content types,
+    # the permissions and guardian's anonymous user.
+    if not Permission.objects.exists():
+        emit_post_migrate_signal(verbosity=0, interactive=False, db="default")
 
     if (
         Environment.objects.filter(name="default").exists()

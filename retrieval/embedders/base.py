@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from retrieval.errors import RetrievalUnavailable
+
 
 class Embedder(Protocol):
     """Turns texts into vectors of `dimension` floats, one per text, in the input's order.
@@ -18,5 +20,5 @@ class Embedder(Protocol):
         ...
 
 
-class EmbeddingError(Exception):
+class EmbeddingError(RetrievalUnavailable):
     """A provider failed after its retries, or answered something unusable."""

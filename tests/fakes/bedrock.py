@@ -5,14 +5,17 @@ frames; `POST /model/{modelId}/converse` answers the same turn as one JSON docum
 `POST /guardrail/{guardrailIdentifier}/version/{guardrailVersion}/apply` (ApplyGuardrail)
 answers a scripted `Guard`; `POST /model/{modelId}/invoke` (InvokeModel) answers a `Turn` as
 Titan text embeddings v2 would: `{"embedding", "inputTextTokenCount"}`, the vector derived
-from the text (`titan_embedding`). Errors are rest-json errors: a status, `x-amzn-ErrorType`
-and `{"message": ...}`.
+from the text (`titan_embedding`). Bedrock Agent Runtime's `POST /rerank` (Rerank) scores
+each inline text by the share of the query's words it holds (`rerank_score`), or answers a
+scripted `Ranked`. Errors are rest-json errors: a status, `x-amzn-ErrorType` and
+`{"message": ...}`.
 
     with FakeBedrock() as fake:
         fake.script(Fail(429), Turn(text=["Hel", "lo"]))
         fake.script(Guard(action="GUARDRAIL_INTERVENED", assessments=[content_filter("INSULTS")]))
-        fake.fallback = Turn()  # every InvokeModel embeds its text
-        # point boto3 at fake.url (AWS_ENDPOINT_URL_BEDROCK_RUNTIME)
+        fake.fallback = Turn()  # every InvokeModel embeds its text, every Rerank scores
+        fake.script(Fail(429), Ranked(results=[{"index": 1, "relevanceScore": 0.9}]))
+        # point boto3 at fake.url (AWS_ENDPOINT_URL_BEDROCK_RUNTIME and …_AGENT_RUNTIME)
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,6 +51,7 @@ ERROR_TYPES = {
 EVENTSTREAM = "application/vnd.amazon.eventstream"
 TITAN_DIMENSIONS = (256, 512, 1024)
 GUARDRAIL_BLOCKED = "Sorry, the model cannot answer this question."
+RERANK_MAX = 1000  # sources per Rerank call, and results
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +74,26 @@ class Guard(Turn):
     def __post_init__(self) -> None:
         if self.text or self.calls:
             raise TypeError("Guard takes keyword arguments: Guard(action=..., assessments=...)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ranked(Turn):
+    """One Rerank answer as scripted: `results` are sent as they are (`{"index",
+    "relevanceScore"}` objects, or anything malformed), whatever the request asked."""
+
+    results: Any = ()
+
+    def __post_init__(self) -> None:
+        if self.text or self.calls:
+            raise TypeError("Ranked takes keyword arguments: Ranked(results=[...])")
+
+
+def rerank_score(query: str, text: str) -> float:
+    """The fake reranker's relevance of `text`: the share of the query's distinct words
+    (case-folded) that it holds."""
+    wanted = set(re.findall(r"\w+", query.lower()))
+    found = wanted & set(re.findall(r"\w+", text.lower()))
+    return len(found) / len(wanted) if wanted else 0.0
 
 
 def content_filter(
@@ -187,6 +212,8 @@ class BedrockHandler(FakeHandler):
                 self.send_json(500, {"message": "the fake was scripted a Turn, not a Guard"})
         elif isinstance(turn, Guard):
             self.send_json(500, {"message": f"the fake was scripted a Guard for {recorded.path}"})
+        elif recorded.path == "/rerank":
+            self.rerank(recorded, turn)
         elif recorded.path.endswith("/converse-stream"):
             self.start_stream(EVENTSTREAM, {"x-amzn-RequestId": "fake-request"})
             events, end = self.events(turn)
@@ -249,7 +276,8 @@ class BedrockHandler(FakeHandler):
     def titan(self, recorded: Recorded) -> None:
         """InvokeModel of Titan text embeddings v2, with its validation of the body."""
         body = recorded.body if isinstance(recorded.body, dict) else {}
-        text, dimension = body.get("inputText"), body.get("dimensions", 1024)
+        text: Any = body.get("inputText")
+        dimension = body.get("dimensions", 1024)
         problem = None
         if not isinstance(text, str) or not text:
             problem = "#/inputText: expected minLength: 1"
@@ -265,6 +293,20 @@ class BedrockHandler(FakeHandler):
             "inputTextTokenCount": tokens,
         }
         self.send_json(200, document, {"X-Amzn-Bedrock-Input-Token-Count": str(tokens)})
+
+    def rerank(self, recorded: Recorded, turn: Turn) -> None:
+        """Rerank, with the API's validation of the body; best first, stable among equals."""
+        try:
+            query, texts, count = _rerank_request(recorded.body)
+        except ValueError as exc:
+            self.send_json(400, {"message": str(exc)}, {"x-amzn-ErrorType": "ValidationException"})
+            return
+        if isinstance(turn, Ranked):
+            self.send_json(200, {"results": turn.results})
+            return
+        scores = [rerank_score(query, text) for text in texts]
+        order = sorted(range(len(texts)), key=lambda i: -scores[i])[:count]
+        self.send_json(200, {"results": [{"index": i, "relevanceScore": scores[i]} for i in order]})
 
     def guard(self, recorded: Recorded, guard: Guard) -> dict[str, Any]:
         """The ApplyGuardrailResponse document of `guard`."""
@@ -297,6 +339,35 @@ class BedrockHandler(FakeHandler):
         return document
 
 
+def _rerank_request(body: Any) -> tuple[str, list[str], int]:
+    """(query, source texts, numberOfResults) of a Rerank body; ValueError with what the
+    API's ValidationException would say."""
+    try:
+        (query,) = body["queries"]
+        text = query["textQuery"]["text"] if query["type"] == "TEXT" else None
+        sources = body["sources"]
+        texts = [
+            source["inlineDocumentSource"]["textDocument"]["text"]
+            for source in sources
+            if source["type"] == "INLINE" and source["inlineDocumentSource"]["type"] == "TEXT"
+        ]
+        config = body["rerankingConfiguration"]
+        bedrock = config["bedrockRerankingConfiguration"]
+        arn = bedrock["modelConfiguration"]["modelArn"]
+        count = bedrock.get("numberOfResults", len(texts))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"malformed Rerank request ({type(exc).__name__}: {exc})") from None
+    if not isinstance(text, str) or not text:
+        raise ValueError("queries[0] must be a TEXT query with a non-empty text")
+    if len(texts) != len(sources) or not 1 <= len(texts) <= RERANK_MAX or not all(texts):
+        raise ValueError(f"sources must be 1 to {RERANK_MAX} non-empty INLINE TEXT documents")
+    if config.get("type") != "BEDROCK_RERANKING_MODEL" or not arn:
+        raise ValueError("rerankingConfiguration must be a BEDROCK_RERANKING_MODEL with a modelArn")
+    if not isinstance(count, int) or not 1 <= count <= RERANK_MAX:
+        raise ValueError(f"numberOfResults must be 1 to {RERANK_MAX}")
+    return text, texts, count
+
+
 def _delta(index: int, delta: dict[str, Any]) -> bytes:
     return encode_event("contentBlockDelta", {"contentBlockIndex": index, "delta": delta})
 
@@ -316,7 +387,7 @@ def _usage(turn: Turn) -> dict[str, int]:
 
 class FakeBedrock(FakeServer):
     """Bedrock Runtime's Converse, ConverseStream, ApplyGuardrail and InvokeModel (Titan
-    embeddings), scripted by the test."""
+    embeddings), and Bedrock Agent Runtime's Rerank, scripted by the test."""
 
     handler = BedrockHandler
 
@@ -332,6 +403,10 @@ class FakeBedrock(FakeServer):
             if r.path.endswith("/invoke") and isinstance(r.body, dict)
         ]
 
+    def reranks(self) -> list[dict[str, Any]]:
+        """The body of every Rerank request, in the order they arrived."""
+        return [r.body for r in self.requests if r.path == "/rerank" and isinstance(r.body, dict)]
+
     def guardrails(self) -> list[tuple[str, str]]:
         """(identifier, version) of every ApplyGuardrail request, in order (decoded)."""
         return [
@@ -344,14 +419,16 @@ class FakeBedrock(FakeServer):
 @contextmanager
 def bedrock_environment(home: Path) -> Iterator[FakeBedrock]:
     """A FakeBedrock that boto3 finds through the environment, as a deployment would
-    (AWS_ENDPOINT_URL_BEDROCK_RUNTIME), with dummy credentials, no stray AWS settings of
-    the machine, and botocore's retry backoff shrunk so throttling tests stay fast."""
+    (AWS_ENDPOINT_URL_BEDROCK_RUNTIME, AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME), with dummy
+    credentials, no stray AWS settings of the machine, and botocore's retry backoff shrunk
+    so throttling tests stay fast."""
     from botocore.retries.standard import ExponentialBackoff
 
     from agentbuilder import aws
 
     with FakeBedrock() as fake, pytest.MonkeyPatch.context() as patch:
         patch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", fake.url)
+        patch.setenv("AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME", fake.url)
         patch.setenv("AWS_ACCESS_KEY_ID", "testing")
         patch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
         patch.setenv("AWS_DEFAULT_REGION", "us-east-1")

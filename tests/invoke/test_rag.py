@@ -125,14 +125,14 @@ class Search:
 def searches(monkeypatch: pytest.MonkeyPatch) -> list[Search]:
     """Every retrieval a run makes, with what it found."""
     seen: list[Search] = []
-    original = agents.rag.search
+    original = agents.rag.finish  # a run's retrieval ends with it
 
-    def spy(**kwargs: Any) -> Any:
-        nodes = original(**kwargs)
-        seen.append(Search(kwargs["request"].query, [(n.title, n.score) for n in nodes]))
+    def spy(request: Any, found: Any) -> Any:
+        nodes = original(request, found)
+        seen.append(Search(request.query, [(n.title, n.score) for n in nodes]))
         return nodes
 
-    monkeypatch.setattr(agents.rag, "search", spy)
+    monkeypatch.setattr(agents.rag, "finish", spy)
     return seen
 
 
