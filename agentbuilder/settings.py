@@ -228,7 +228,7 @@ RAG_SCORE_THRESHOLD = env.float("RAG_SCORE_THRESHOLD", default=0.0)
 # about 2.5 ms per 1,000 chunks on a small VM), and uses the HNSW index otherwise, visiting
 # at least HNSW_EF_SEARCH candidates (more when the filter keeps a small share of the index).
 RETRIEVAL_EXACT_MAX_CHUNKS = env.int("RETRIEVAL_EXACT_MAX_CHUNKS", default=10_000)
-HNSW_EF_SEARCH = env.int("HNSW_EF_SEARCH", default=100)
+HNSW_EF_SEARCH = env.int("HNSW_EF_SEARCH", default=300)
 
 # ---------------------------------------------------------------- guardrails
 

@@ -2,8 +2,9 @@
 
 `local` (the default) is a cross-feature score in 0..1: how well a chunk covers the
 query's terms (0.7) and how close together the found terms stand, times that coverage
-(0.3), the fused retrieval score only breaking ties: 1 for every term side by side. It is lexical and cheap, which is what a deployment with no reranking
-model can honestly offer. `bedrock` asks a reranking model (retrieval.rerank_bedrock).
+(0.3), the fused retrieval score only breaking ties: 1 for every term side by side. It
+is lexical and cheap, which is what a deployment with no reranking model can honestly
+offer. `bedrock` asks a reranking model (retrieval.rerank_bedrock).
 """
 
 from __future__ import annotations
