@@ -1,14 +1,30 @@
-"""Retrieval at scale: build time, search latency and HNSW recall over 100,000 chunks.
+"""Retrieval at scale: build time, search latency and recall over 100,000 chunks.
 
     .venv/bin/python bench/retrieval_search.py [--quick] [--db private|shared]
 
 A synthetic corpus with topic structure (2,000 documents x 50 chunks; `--quick`: 200 x 50)
 is generated and embedded with the project's local embedder (384 dimensions), then loaded
-into `retrieval_chunk` with COPY, with the HNSW and GIN indexes dropped before and built
-after, as the migration declares them. Then, over the same queries: the latency of
-`retrieval.search.search` (vector top-10 and hybrid top-10, without and with an HxQL
-filter) and of its one SQL statement, and the recall@10 of the platform's vector ranking
-against exact search. Prints figures; asserts nothing about time.
+into `retrieval_chunk` with COPY (`Document.chunk_count` filled as ingestion fills it), with
+the HNSW and GIN indexes dropped before and built after, as the migration declares them.
+
+Then `retrieval.search.search` as shipped, over the same queries, vector top-10 and hybrid
+top-10, unfiltered, with a narrow HxQL filter and with a broad one:
+
+- latency: search() end to end, and the SQL of all its statements (the scope aggregate,
+  set_config, the search statement, an exact re-run), with how many statements a search
+  took and which path its vector half took (exact, HNSW at an ef_search, HNSW then exact),
+  next to what `vector_plan` decides for the filter's chunks;
+- recall@10 of what search() returns against exact search, sweeping HNSW_EF_SEARCH
+  (40/100/200/400) unfiltered, for short queries and for paragraphs; with each filter,
+  search() as shipped, search() sent down its HNSW path where it chose exact, and the
+  counterfactual that motivated vector_plan: the index's 40 nearest chunks, then the filter;
+- EXPLAIN (ANALYZE, BUFFERS) of the search statement of each case's slowest search, as
+  search() built it and with the hnsw.ef_search it set;
+- the same in an environment holding a tenth of the chunks (the rest in another one);
+- the goals (vector p95 < 20 ms, hybrid with a filter p95 < 50 ms, recall@10 >= 0.95), per
+  case, on search() as shipped.
+
+Prints figures; asserts nothing about time.
 """
 
 # A seeded corpus, not secrets: random.Random is what is wanted here.
@@ -26,6 +42,7 @@ import struct
 import time
 import uuid
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,7 +80,6 @@ MIX = {"function": 0.40, "main": 0.25, "other": 0.08, "general": 0.27}
 SEED = 20261121
 
 FILTER = "SELECT * FROM SysContent WHERE department = 'finance' AND year >= 2022"
-FILTER_DEPARTMENT = "finance"
 # Nearly every document (7 years of 8): a filter the planner cannot tell from a narrow one.
 BROAD_FILTER = "SELECT * FROM SysContent WHERE year >= 2019"
 TOP_K = 10
@@ -72,7 +88,8 @@ GOAL_HYBRID_P95_MS = 50.0
 GOAL_RECALL = 0.95
 # The session settings of the index builds (the server's defaults are left alone).
 BUILD_SETTINGS = {"maintenance_work_mem": "1GB"}
-EF_SWEEP = (100, 200, 400)
+# HNSW_EF_SEARCH values the unfiltered recall is measured at.
+EF_SWEEP = (40, 100, 200, 400)
 
 
 # ---------------------------------------------------------------- corpus
@@ -300,7 +317,7 @@ def build(db: Database, specs: list[DocumentSpec], rows: list[ChunkRow]) -> tupl
 
     with db.connect(db.name) as conn:
         conn.add_notice_handler(lambda diag: result.notices.append(diag.message_primary or ""))
-        vector_oid = conn.execute("SELECT 'vector'::regtype::oid").fetchone()[0]  # type: ignore[index]
+        vector_oid = conn.execute("SELECT 'vector'::regtype::oid").fetchone()[0]
         _register_packed(conn, vector_oid)
         with timed(result.parts, "load documents (COPY)"):
             _copy_documents(conn, specs, environment.pk, DocumentStatus.READY)
@@ -309,7 +326,7 @@ def build(db: Database, specs: list[DocumentSpec], rows: list[ChunkRow]) -> tupl
         for name, value in BUILD_SETTINGS.items():
             conn.execute(f"SET {name} = '{value}'")
         for name in ("maintenance_work_mem", "max_parallel_maintenance_workers", "shared_buffers"):
-            result.settings[name] = str(conn.execute(f"SHOW {name}").fetchone()[0])  # type: ignore[index]
+            result.settings[name] = str(conn.execute(f"SHOW {name}").fetchone()[0])
         for name, label in (
             ("chunk_embedding_hnsw", "HNSW index (m=16, ef_construction=64)"),
             ("chunk_search_vector_gin", "GIN index (tsvector)"),
@@ -327,7 +344,7 @@ def build(db: Database, specs: list[DocumentSpec], rows: list[ChunkRow]) -> tupl
             "retrieval_document",
         ):
             size = conn.execute("SELECT pg_total_relation_size(%s)", [relation]).fetchone()
-            result.sizes[relation] = int(size[0])  # type: ignore[index]
+            result.sizes[relation] = int(size[0])
     count = Document.objects.count(), Chunk.objects.count()
     connection.close()
     assert count == (len(specs), len(rows)), count
@@ -365,7 +382,7 @@ def _copy_documents(conn: Any, specs: list[DocumentSpec], environment_id: Any, r
     now = datetime.now(UTC)
     columns = (
         "id, environment_id, title, doc_type, metadata, source_name, media_type, source,"
-        " status, error, created_at, ingested_at"
+        " status, error, created_at, ingested_at, chunk_count"
     )
     with (
         conn.cursor() as cursor,
@@ -386,6 +403,7 @@ def _copy_documents(conn: Any, specs: list[DocumentSpec], environment_id: Any, r
                     "",
                     now,
                     now,
+                    CHUNKS_PER_DOCUMENT,  # as ingestion records it; search reads it
                 )
             )
 
@@ -402,72 +420,145 @@ def _copy_chunks(
             copy.write_row((specs[index].id, position, text, tokens, start, end, vector))
 
 
-# ---------------------------------------------------------------- search latency
+# ---------------------------------------------------------------- searches
+
+Statement = tuple[str, Any]
+# A search statement as search() ran it, with the hnsw.ef_search set for it (None: exact).
+Captured = tuple[str, Any, int | None]
 
 
-@dataclass
-class Timing:
-    total: list[float] = field(default_factory=list)  # search() end to end
-    sql: list[float] = field(default_factory=list)  # its one statement (execute + fetch)
-    rows: list[int] = field(default_factory=list)
-
-
-class StatementTimer:
-    """A Django execute wrapper: times the search statement (`WITH hits ...`)."""
+class StatementLog:
+    """A Django execute wrapper around search(): every statement of one search timed (the
+    scope aggregate, set_config, the search statement, a possible exact re-run), the path
+    its vector half took, and its last search statement (`WITH hits ...`), to EXPLAIN."""
 
     def __init__(self) -> None:
-        self.times: list[float] = []
-        self.last: tuple[str, Any] | None = None
+        self.seconds = 0.0
+        self.statements = 0
+        self.efs: list[int] = []  # the hnsw.ef_search values set, in order
+        self.searches = 0  # search statements (a second one: the exact re-run)
+        self.last: Captured | None = None
+
+    def reset(self) -> None:
+        self.seconds, self.statements, self.efs, self.searches = 0.0, 0, [], 0
+        self.last = None
 
     def __call__(
         self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
     ) -> Any:
-        if not sql.startswith("WITH hits"):
-            return execute(sql, params, many, context)
         started = time.perf_counter()
         try:
-            return execute(sql, params, many, context)
+            return execute(sql, params, many, context)  # psycopg fetches the rows in it
         finally:
-            self.times.append(time.perf_counter() - started)
-            self.last = (sql, params)
+            self.seconds += time.perf_counter() - started
+            self.statements += 1
+            if "hnsw.ef_search" in sql:
+                self.efs.append(int(params[0]))
+            elif sql.startswith("WITH hits"):
+                self.searches += 1
+                # set_config comes right before the statement it is for; a re-run has none.
+                ef = self.efs[-1] if len(self.efs) == self.searches else None
+                self.last = (sql, params, ef)
+
+    @property
+    def path(self) -> str:
+        if not self.efs:
+            return "exact"
+        again = ", then exact" if self.searches > len(self.efs) else ""
+        return f"HNSW ef {self.efs[0]}{again}"
 
 
-def latency(
+@dataclass
+class Run:
+    """search() over a list of queries, one at a time, after warm-up ones."""
+
+    total: list[float] = field(default_factory=list)  # search() end to end
+    sql: list[float] = field(default_factory=list)  # all its statements, execute and fetch
+    statements: list[int] = field(default_factory=list)
+    paths: Counter[str] = field(default_factory=Counter)
+    found: list[list[int]] = field(default_factory=list)  # the chunk ids returned
+    slowest: Captured | None = None  # the last search statement of the slowest search
+    slowest_seconds: float = 0.0
+
+    @property
+    def rows(self) -> list[int]:
+        return [len(ids) for ids in self.found]
+
+    def paths_text(self) -> str:
+        if len(self.paths) == 1:
+            return next(iter(self.paths))
+        return ", ".join(f"{path}: {n}" for path, n in self.paths.most_common())
+
+
+# A query: the text (what the reranker reads) and its vector.
+Item = tuple[str, list[float]]
+
+
+def run_searches(
     environment_id: Any,
-    items: list[tuple[Query, list[float]]],
+    items: list[Item],
     *,
-    hybrid: bool,
     hxql: str,
+    hybrid: bool,
     warmup: int,
-) -> tuple[Timing, tuple[str, Any]]:
+    overrides: dict[str, Any] | None = None,
+) -> Run:
+    """retrieval.search.search(limit=TOP_K, reranker_top_n=TOP_K) for each query, with the
+    settings `overrides` (none: as shipped)."""
     from django.db import connection
+    from django.test import override_settings
 
     from retrieval.hxql import parse_hxql
     from retrieval.search import SearchRequest, search
 
     where = parse_hxql(hxql)
-    timer = StatementTimer()
-    timing = Timing()
-    with connection.execute_wrapper(timer):
-        for number, (query, vector) in enumerate([*items[:warmup], *items]):
+    log = StatementLog()
+    run = Run()
+    with override_settings(**(overrides or {})), connection.execute_wrapper(log):
+        for number, (text, vector) in enumerate([*items[:warmup], *items]):
             request = SearchRequest(
-                query=query.text, filter=where, limit=TOP_K, hybrid=hybrid, reranker_top_n=TOP_K
+                query=text, filter=where, limit=TOP_K, hybrid=hybrid, reranker_top_n=TOP_K
             )
+            log.reset()
             started = time.perf_counter()
             nodes = search(environment_id=environment_id, request=request, vector=vector)
             elapsed = time.perf_counter() - started
             if number >= warmup:
-                timing.total.append(elapsed)
-                timing.sql.append(timer.times[-1])
-                timing.rows.append(len(nodes))
-    assert timer.last is not None
-    return timing, timer.last
+                run.total.append(elapsed)
+                run.sql.append(log.seconds)
+                run.statements.append(log.statements)
+                run.paths[log.path] += 1
+                run.found.append([node.chunk_id for node in nodes])
+                if elapsed >= run.slowest_seconds:
+                    run.slowest, run.slowest_seconds = log.last, elapsed
+    return run
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What search() decides before searching: the chunks the filter leaves (counted from
+    Document.chunk_count), those in the HNSW index, and vector_plan's answer."""
+
+    chunks: int
+    indexed: int
+    path: str
+
+
+def planned(environment_id: Any, hxql: str, overrides: dict[str, Any] | None = None) -> Plan:
+    from django.test import override_settings
+
+    from retrieval import search
+    from retrieval.hxql import parse_hxql
+
+    with override_settings(**(overrides or {})):
+        scope = search._scope(environment_id, parse_hxql(hxql))
+        ef = search.vector_plan(scope, TOP_K)
+    return Plan(scope.chunks, scope.indexed, "exact" if ef is None else f"HNSW ef {ef}")
 
 
 # ---------------------------------------------------------------- recall
 
 Ranking = list[tuple[int, float]]
-Statement = tuple[str, Any]
 
 
 @dataclass
@@ -492,26 +583,8 @@ class Recall:
         return sum(values) / len(values) if values else float("nan")
 
 
-def platform_ranking(environment_id: Any, hxql: str, vector: list[float]) -> Statement:
-    """The vector half of search()'s statement, built as `_candidates` builds it."""
-    from retrieval.hxql import parse_hxql
-    from retrieval.models import Chunk
-    from retrieval.search import _documents
-
-    chunks = Chunk.objects.filter(document__in=_documents(environment_id, parse_hxql(hxql)))
-    return _ranking(chunks, vector)
-
-
-def listed_ranking(document_ids: list[Any], vector: list[float]) -> Statement:
-    """The same ranking with the filter given as the matching documents' ids: PostgreSQL
-    then knows how many rows pass it, and for a large share picks the HNSW index and
-    filters its candidates (pgvector 0.6 has no other way to combine the two)."""
-    from retrieval.models import Chunk
-
-    return _ranking(Chunk.objects.filter(document_id__in=document_ids), vector)
-
-
 def _ranking(chunks: Any, vector: list[float]) -> Statement:
+    """`ORDER BY embedding <=> q LIMIT TOP_K` over a queryset of chunks."""
     from pgvector.django import CosineDistance
 
     ranking = (
@@ -545,101 +618,233 @@ def uses_hnsw(statement: Statement, ef: int) -> bool:
     return plan_uses(explain(*statement, ef, analyze=False), "chunk_embedding_hnsw")
 
 
-@dataclass
-class FilterRecall:
-    label: str
-    hxql: str
-    documents: int
-    platform: Recall
-    platform_queries: int
-    sweep: dict[int, Recall]  # ef_search -> recall, of the platform's statement or the listed one
-    sweep_statement: str
-    exact: Recall
+def _searched(environment_id: Any, hxql: str) -> Any:
+    """The documents search() searches: the environment's ready ones passing the filter."""
+    from retrieval.hxql import parse_hxql
+    from retrieval.search import _documents
+
+    return _documents(environment_id, parse_hxql(hxql))
 
 
-def filter_recall(
+# How many exact nearest chunks of the whole environment are kept per query, to find the
+# nearest chunks passing a filter among them.
+DEEP = 100
+Nearest = list[tuple[int, float, Any]]  # (chunk id, distance, document id), nearest first
+
+
+def exact_nearest(environment_id: Any, vectors: list[list[float]]) -> list[Nearest]:
+    """Per query, the DEEP nearest chunks of the environment's ready documents, every
+    distance computed (index scans off)."""
+    from django.db import connection, transaction
+    from pgvector.django import CosineDistance
+
+    from retrieval.models import Chunk
+
+    chunks = Chunk.objects.filter(document__in=_searched(environment_id, EVERYTHING))
+    result = []
+    for vector in vectors:
+        nearest = (
+            chunks.annotate(distance=CosineDistance("embedding", vector))
+            .order_by("distance")
+            .values_list("id", "distance", "document_id")[:DEEP]
+        )
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_indexscan = off")
+            result.append([(int(i), float(d), document) for i, d, document in nearest])
+    return result
+
+
+def exact_rankings(
     environment_id: Any,
-    label: str,
     hxql: str,
     vectors: list[list[float]],
-    *,
-    ef: int,
-    platform_queries: int,
-) -> FilterRecall:
-    from retrieval.hxql import parse_hxql
-    from retrieval.search import _documents
+    nearest: list[Nearest] | None = None,
+) -> list[Ranking]:
+    """The truth: the nearest chunks of the searched documents, every distance computed.
+    Where at least TOP_K of `nearest` (exact, over a superset of those chunks) pass the
+    filter, the first TOP_K of them are it; otherwise it is computed here."""
+    from retrieval.models import Chunk
 
-    ids = list(_documents(environment_id, parse_hxql(hxql)).values_list("id", flat=True))
-    exact, exact_runs = [], Recall()
-    for vector in vectors:
-        ranking, seconds = run_ranking(listed_ranking(ids, vector), ef=None)
-        exact.append(ranking)
-        exact_runs.add(ranking, ranking, seconds)
-    platform = Recall(hnsw=uses_hnsw(platform_ranking(environment_id, hxql, vectors[0]), ef))
-    for vector, wanted in zip(vectors[:platform_queries], exact, strict=False):
-        found, seconds = run_ranking(platform_ranking(environment_id, hxql, vector), ef=ef)
-        platform.add(found, wanted, seconds)
+    documents = _searched(environment_id, hxql)
+    chunks = Chunk.objects.filter(document__in=documents)
+    passing = set(documents.values_list("id", flat=True))
+    rankings = []
+    for number, vector in enumerate(vectors):
+        kept = (
+            [(i, d) for i, d, document in nearest[number] if document in passing] if nearest else []
+        )
+        if len(kept) >= TOP_K:
+            rankings.append(kept[:TOP_K])
+        else:
+            rankings.append(run_ranking(_ranking(chunks, vector), ef=None)[0])
+    return rankings
 
-    # The ef_search sweep: of search()'s statement when its plan is HNSW's, else of the
-    # listed form, whose plan is (for these filters) HNSW with the filter applied after.
-    def searched(vector: list[float]) -> Statement:
-        return platform_ranking(environment_id, hxql, vector)
 
-    def listed(vector: list[float]) -> Statement:
-        return listed_ranking(ids, vector)
+def filtered_after(documents: Any, vector: list[float], ef: int) -> Statement:
+    """The counterfactual: the HNSW index's `ef` nearest chunks of any environment, then the
+    filter, and nothing more (no exact re-run): what pgvector 0.6 does with a filter when
+    the planner picks the index, whatever share of its candidates the filter keeps."""
+    from pgvector.django import CosineDistance
 
-    build_statement = searched if platform.hnsw else listed
-    sweep_statement = "search()'s" if platform.hnsw else "listed ids"
-    sweep = {}
-    for value in (ef, *[e for e in EF_SWEEP if e != ef]):
-        result = Recall(hnsw=uses_hnsw(build_statement(vectors[0]), value))
-        for vector, wanted in zip(vectors, exact, strict=True):
-            found, seconds = run_ranking(build_statement(vector), ef=value)
-            result.add(found, wanted, seconds)
-        sweep[value] = result
-    return FilterRecall(
-        label, hxql, len(ids), platform, platform_queries, sweep, sweep_statement, exact_runs
+    from retrieval.models import Chunk
+
+    nearest = (
+        Chunk.objects.annotate(distance=CosineDistance("embedding", vector))
+        .order_by("distance")
+        .values("id", "document_id", "distance")[:ef]
     )
+    nearest_sql, nearest_params = nearest.query.sql_with_params()
+    documents_sql, documents_params = documents.values("id").query.sql_with_params()
+    # Django-compiled SQL and constant fragments; every value is a parameter.
+    sql = (
+        f"SELECT id, distance FROM ({nearest_sql}) AS nearest"  # noqa: S608
+        f" WHERE document_id IN ({documents_sql}) ORDER BY distance, id LIMIT %s"
+    )
+    return sql, (*nearest_params, *documents_params, TOP_K)
 
 
-def filter_estimate(environment_id: Any, hxql: str) -> tuple[float, int]:
-    """The planner's estimate of the documents that pass an HxQL filter, and the truth."""
-    import json
+@dataclass
+class RecallRow:
+    case: str
+    chunks: int
+    how: str  # what ran
+    path: str  # the path(s) search() took, or the counterfactual's
+    recall: Recall  # seconds: search() end to end, or the counterfactual's statement
+    shipped: bool = False  # search() with the settings as shipped
 
-    from django.db import connection
 
-    from retrieval.hxql import parse_hxql
-    from retrieval.search import _documents
+def search_recall(
+    environment_id: Any,
+    case: str,
+    hxql: str,
+    items: list[Item],
+    exact: list[Ranking],
+    *,
+    overrides: dict[str, Any] | None = None,
+    run: Run | None = None,
+    warmup: int = 10,
+) -> RecallRow:
+    """The recall@10 of what search() returns (vector, limit 10, reranker_top_n 10: the
+    reranker reorders the ten, it keeps them all), with the settings `overrides`; `run`:
+    those searches, already run."""
+    if run is None:
+        run = run_searches(
+            environment_id, items, hxql=hxql, hybrid=False, warmup=warmup, overrides=overrides
+        )
+    how = "search()" + "".join(f", {k}={v}" for k, v in (overrides or {}).items())
+    recall = Recall(hnsw=any(path.startswith("HNSW") for path in run.paths))
+    for found, wanted, seconds in zip(run.found, exact, run.total, strict=True):
+        recall.add([(i, 0.0) for i in found], wanted, seconds)
+    plan = planned(environment_id, hxql, overrides)
+    return RecallRow(case, plan.chunks, how, run.paths_text(), recall, not overrides)
 
-    sql, params = _documents(environment_id, parse_hxql(hxql)).values("id").query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
-        raw = cursor.fetchone()[0]
-    plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
-    return float(plan["Plan Rows"]), int(plan["Actual Rows"])
+
+def counterfactual_recall(
+    environment_id: Any,
+    case: str,
+    hxql: str,
+    vectors: list[list[float]],
+    exact: list[Ranking],
+    *,
+    ef: int = 40,
+    warmup: int = 10,
+) -> RecallRow:
+    documents = _searched(environment_id, hxql)
+    recall = Recall(hnsw=uses_hnsw(filtered_after(documents, vectors[0], ef), ef))
+    for vector in vectors[:warmup]:
+        run_ranking(filtered_after(documents, vector, ef), ef=ef)
+    for vector, wanted in zip(vectors, exact, strict=True):
+        found, seconds = run_ranking(filtered_after(documents, vector, ef), ef=ef)
+        recall.add(found, wanted, seconds)
+    plan = planned(environment_id, hxql)
+    path = f"HNSW ef {ef}" if recall.hnsw else "NOT HNSW (the plan did not scan the index)"
+    return RecallRow(case, plan.chunks, f"counterfactual: HNSW ef {ef}, filter after", path, recall)
+
+
+FORCED_HNSW = {"RETRIEVAL_EXACT_MAX_CHUNKS": 0}  # search() down its HNSW path
+
+
+def filter_recalls(
+    environment_id: Any,
+    case: str,
+    hxql: str,
+    items: list[Item],
+    exact: list[Ranking],
+    shipped: Run,
+) -> list[RecallRow]:
+    """search() as shipped (`shipped`: its vector top-10 searches, already run), on its HNSW
+    path if it chose exact, and the counterfactual."""
+    configs: list[dict[str, Any]] = [{}]
+    if planned(environment_id, hxql).path == "exact":
+        configs.append(FORCED_HNSW)
+    rows = [
+        search_recall(
+            environment_id, case, hxql, items, exact, overrides=o, run=None if o else shipped
+        )
+        for o in configs
+    ]
+    vectors = [vector for _, vector in items]
+    rows.append(counterfactual_recall(environment_id, case, hxql, vectors, exact))
+    return rows
+
+
+def ef_sweep(
+    environment_id: Any,
+    case: str,
+    hxql: str,
+    items: list[Item],
+    exact: list[Ranking],
+    *,
+    shipped: Run | None = None,
+    warmup: int = 10,
+) -> list[RecallRow]:
+    """search() as shipped (`shipped`: those searches if already run) and at each
+    HNSW_EF_SEARCH of EF_SWEEP; on its HNSW path (RETRIEVAL_EXACT_MAX_CHUNKS=0) where as
+    shipped it compares every chunk (`--quick`), as the ef_search would not matter."""
+    from django.conf import settings
+
+    forced = FORCED_HNSW if planned(environment_id, hxql).path == "exact" else {}
+    configs: list[dict[str, Any]] = [{}] if forced else []
+    for ef in sorted({*EF_SWEEP, settings.HNSW_EF_SEARCH}):
+        configs.append(
+            {} if ef == settings.HNSW_EF_SEARCH and not forced else {**forced, "HNSW_EF_SEARCH": ef}
+        )
+    return [
+        search_recall(
+            environment_id,
+            case,
+            hxql,
+            items,
+            exact,
+            overrides=o,
+            run=None if o else shipped,
+            warmup=warmup,
+        )
+        for o in configs
+    ]
 
 
 # ---------------------------------------------------------------- plans
 
 
-def explain(sql: str, params: Any, ef: int, *, analyze: bool = True) -> list[str]:
+def explain(sql: str, params: Any, ef: int | None, *, analyze: bool = True) -> list[str]:
+    """EXPLAIN a statement with hnsw.ef_search = ef set as search() sets it (None: not set)."""
     from django.db import connection, transaction
 
     options = "ANALYZE, BUFFERS" if analyze else "COSTS OFF"
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef)])
+        if ef is not None:
+            cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef)])
         cursor.execute(f"EXPLAIN ({options}) {sql}", params)
         return [shortened(row[0]) for row in cursor.fetchall()]
 
 
 VECTOR_LITERAL = re.compile(r"'\[[-0-9.,e]+\]'::vector")
-ID_ARRAY = re.compile(r"'\{[0-9a-f,-]{200,}\}'")
 
 
 def shortened(line: str) -> str:
-    """A plan line without the query's vector (384 numbers) or a long list of ids."""
-    line = VECTOR_LITERAL.sub("'[q]'::vector", line)
-    return ID_ARRAY.sub(lambda m: f"'{{{m.group().count(',') + 1} ids}}'", line)
+    """A plan line without the query's vector (384 numbers)."""
+    return VECTOR_LITERAL.sub("'[q]'::vector", line)
 
 
 def plan_uses(lines: list[str], name: str) -> bool:
@@ -661,9 +866,9 @@ def main() -> int:
     args = arguments(__doc__.splitlines()[0], db="private").parse_args()
     documents = 200 if args.quick else 2000
     sizes = (
-        Sizes(queries=100, broad=10, long_queries=20)
+        Sizes(queries=100, paragraphs=20, broad=20)
         if args.quick
-        else Sizes(queries=200, broad=30, long_queries=50)
+        else Sizes(queries=200, paragraphs=50, broad=50)
     )
     print(machine())
     # The local embedder at 384 dimensions, whatever the environment says.
@@ -685,6 +890,9 @@ def main() -> int:
     try:
         return measure(db, vocab, specs, rows, sizes)
     finally:
+        from django.db import connections
+
+        connections.close_all()
         db.close()
         print(f"done; {machine()}")
 
@@ -692,8 +900,8 @@ def main() -> int:
 @dataclass(frozen=True)
 class Sizes:
     queries: int  # timed queries per search, and recall queries
-    broad: int  # timed queries with the broad filter (each scans most chunks), and recall
-    long_queries: int  # paragraphs as queries, for recall only
+    paragraphs: int  # paragraphs as queries, for recall only
+    broad: int  # timed queries of hybrid + broad filter (up to a second each in a trial)
     warmup: int = 20
 
 
@@ -708,11 +916,13 @@ def measure(
     del rows
     report_build(built)
     items = embedded_queries(vocab, sizes.queries)
-    timings, statements = report_latency(environment_id, items, sizes)
-    recalls = report_recall(environment_id, vocab, items, sizes)
-    report_plans(statements)
-    report_goals(timings, recalls)
-    report_environment_share(environment_id, items, sizes)
+    runs = report_latency(environment_id, items, sizes)
+    nearest = exact_nearest(environment_id, [vector for _, vector in items])
+    recalls = report_recall(environment_id, items, runs, nearest)
+    report_paragraphs(environment_id, vocab, sizes)
+    report_plans(runs)
+    share_runs, share_recalls = report_environment_share(environment_id, items, nearest)
+    report_goals({**runs, **share_runs}, [*recalls, *share_recalls])
     return 0
 
 
@@ -741,7 +951,7 @@ def report_build(built: Build) -> None:
         print(f"  server notice: {notice}")
 
 
-def embedded_queries(vocab: Vocabulary, count: int) -> list[tuple[Query, list[float]]]:
+def embedded_queries(vocab: Vocabulary, count: int) -> list[Item]:
     from retrieval.services import document_embedder
 
     embedder = document_embedder()
@@ -750,185 +960,171 @@ def embedded_queries(vocab: Vocabulary, count: int) -> list[tuple[Query, list[fl
         started = time.perf_counter()
         [vector] = embedder.embed([query.text])
         embed_times.append(time.perf_counter() - started)
-        items.append((query, vector))
+        items.append((query.text, vector))
     print(
-        f"\n{count} queries, 2-4 words of one topic (e.g. {items[0][0].text!r}); embedding one "
+        f"\n{count} queries, 2-4 words of one topic (e.g. {items[0][0]!r}); embedding one "
         f"(document_embedder(), local): p50 {percentile(embed_times, 50) * 1000:.2f} ms, "
         "not in the figures below"
     )
     return items
 
 
-def platform_ef() -> int:
-    from retrieval.search import SearchRequest, _ef
+def platform_settings() -> str:
+    from django.conf import settings
 
-    return _ef(SearchRequest(query="", limit=TOP_K))
+    return (
+        f"RETRIEVAL_EXACT_MAX_CHUNKS={settings.RETRIEVAL_EXACT_MAX_CHUNKS}, "
+        f"HNSW_EF_SEARCH={settings.HNSW_EF_SEARCH}"
+    )
 
 
-def report_latency(
-    environment_id: Any, items: list[tuple[Query, list[float]]], sizes: Sizes
-) -> tuple[dict[str, Timing], dict[str, Statement]]:
-    cases = [
-        ("vector", False, "SELECT * FROM SysContent", sizes.queries),
-        ("vector + filter", False, FILTER, sizes.queries),
-        ("hybrid", True, "SELECT * FROM SysContent", sizes.queries),
-        ("hybrid + filter", True, FILTER, sizes.queries),
-        ("vector + broad filter", False, BROAD_FILTER, sizes.broad),
-        ("hybrid + broad filter", True, BROAD_FILTER, sizes.broad),
+EVERYTHING = "SELECT * FROM SysContent"
+# (name, hybrid, filter, on Sizes.broad queries only)
+LATENCY_CASES = (
+    ("vector", False, EVERYTHING, False),
+    ("vector + filter", False, FILTER, False),
+    ("hybrid", True, EVERYTHING, False),
+    ("hybrid + filter", True, FILTER, False),
+    ("vector + broad filter", False, BROAD_FILTER, False),
+    ("hybrid + broad filter", True, BROAD_FILTER, True),
+)
+LATENCY_HEADERS = [
+    "search",
+    "chunks",
+    "vector_plan",
+    "queries",
+    "search() p50 ms",
+    "p95",
+    "max",
+    "SQL p50 ms",
+    "p95",
+    "max",
+    "statements",
+    "path taken",
+    "results",
+    "fewer than 10",
+]
+
+
+def latency_row(name: str, plan: Plan, run: Run) -> list[Any]:
+    return [
+        name,
+        plan.chunks,
+        plan.path,
+        len(run.total),
+        ms(percentile(run.total, 50)),
+        ms(percentile(run.total, 95)),
+        ms(max(run.total)),
+        ms(percentile(run.sql, 50)),
+        ms(percentile(run.sql, 95)),
+        ms(max(run.sql)),
+        f"{Recall.mean([float(n) for n in run.statements]):.2f}",
+        run.paths_text(),
+        f"{Recall.mean([float(n) for n in run.rows]):.1f}",
+        sum(r < TOP_K for r in run.rows),
     ]
-    timings: dict[str, Timing] = {}
-    statements: dict[str, Statement] = {}
-    for name, hybrid, hxql, count in cases:
-        timings[name], statements[name] = latency(
+
+
+LATENCY_NOTE = (
+    "(chunks: those the filter leaves, counted by search() from Document.chunk_count, of "
+    "{indexed} in the HNSW index; vector_plan: its decision for them, exact = every chunk "
+    "compared; search(): the call end to end, in this process: the scope aggregate, "
+    "building and running the statement, reranking; SQL: the execute and fetch of all its "
+    "statements (scope aggregate, set_config, search statement, any exact re-run), from a "
+    "Django execute wrapper; statements: their number per search, mean; path taken: per "
+    "search, from the statements run (set_config's ef_search; a second search statement "
+    "is the exact re-run); results: mean)"
+)
+
+
+def report_latency(environment_id: Any, items: list[Item], sizes: Sizes) -> dict[str, Run]:
+    runs: dict[str, Run] = {}
+    plans: dict[str, Plan] = {}
+    for name, hybrid, hxql, few in LATENCY_CASES:
+        plans[name] = planned(environment_id, hxql)
+        count = sizes.broad if few else len(items)
+        runs[name] = run_searches(
             environment_id,
             items[:count],
-            hybrid=hybrid,
             hxql=hxql,
-            warmup=sizes.warmup if count == sizes.queries else max(1, count // 10),
+            hybrid=hybrid,
+            warmup=min(sizes.warmup, max(1, count // 10)) if few else sizes.warmup,
         )
     print(
         f"\nsearch latency, top-{TOP_K}: retrieval.search.search(limit={TOP_K}, "
-        f"reranker_top_n={TOP_K}); hnsw.ef_search {platform_ef()} (the platform's for limit "
-        f"{TOP_K}); one query at a time after {sizes.warmup} warm-up queries "
-        f"({max(1, sizes.broad // 10)} for the broad filter)"
+        f"reranker_top_n={TOP_K}) as shipped ({platform_settings()}); one query at a time "
+        f"after {sizes.warmup} warm-up queries; hybrid + broad filter on {sizes.broad} queries "
+        f"after {min(sizes.warmup, max(1, sizes.broad // 10))}"
     )
     print(f"filter: {FILTER}\nbroad filter: {BROAD_FILTER}")
-    print(
-        table(
-            [
-                "search",
-                "queries",
-                "search() p50 ms",
-                "p95",
-                "max",
-                "SQL p50 ms",
-                "p95",
-                "max",
-                "results (mean)",
-                "fewer than 10",
-            ],
-            [
-                [
-                    name,
-                    len(t.total),
-                    ms(percentile(t.total, 50)),
-                    ms(percentile(t.total, 95)),
-                    ms(max(t.total)),
-                    ms(percentile(t.sql, 50)),
-                    ms(percentile(t.sql, 95)),
-                    ms(max(t.sql)),
-                    f"{sum(t.rows) / len(t.rows):.1f}",
-                    sum(r < TOP_K for r in t.rows),
-                ]
-                for name, t in timings.items()
-            ],
-        )
-    )
-    print(
-        "(search(): the call end to end, in this process: building the statement, running "
-        "it, reranking; SQL: that one statement's execute and fetch, from a Django execute "
-        "wrapper)"
-    )
-    for label, hxql in (("filter", FILTER), ("broad filter", BROAD_FILTER)):
-        estimated, actual = filter_estimate(environment_id, hxql)
-        print(
-            f"the planner's estimate of the documents passing the {label}: {estimated:.0f} "
-            f"(actual {actual})"
-        )
-    return timings, statements
+    print(table(LATENCY_HEADERS, [latency_row(n, plans[n], runs[n]) for n in runs]))
+    print(LATENCY_NOTE.format(indexed=plans["vector"].indexed))
+    return runs
+
+
+RECALL_HEADERS = [
+    "case",
+    "chunks",
+    "what ran",
+    "path",
+    "recall@10",
+    "rows (mean)",
+    "fewer than 10",
+    "p50 ms",
+    "p95 ms",
+]
+
+
+def recall_row(row: RecallRow) -> list[Any]:
+    recall = row.recall
+    return [
+        row.case,
+        row.chunks,
+        row.how + (" (as shipped)" if row.shipped else ""),
+        row.path,
+        f"{recall.mean(recall.strict):.3f}",
+        f"{Recall.mean([float(r) for r in recall.returned]):.1f}",
+        sum(r < TOP_K for r in recall.returned),
+        ms(percentile(recall.seconds, 50)),
+        ms(percentile(recall.seconds, 95)),
+    ]
+
+
+RECALL_NOTE = (
+    "(recall@10: of the chunk ids search(hybrid=False, limit=10, reranker_top_n=10) "
+    "returns, against exact search: ORDER BY embedding <=> q LIMIT 10 over the chunks of "
+    f"the searched documents with enable_indexscan = off (the first 10 of the environment's "
+    f"exact {DEEP} nearest that pass the filter, where 10 do); the reranker reorders the "
+    "ten, it keeps them all. p50/p95: search() end to end, as shipped: the searches of the "
+    "latency table, the others after 10 warm-up queries; for the counterfactual, its "
+    "statement. counterfactual: the HNSW index's 40 nearest chunks of any environment, "
+    "then the filter, with no exact re-run: what pgvector 0.6 does with a filter whenever "
+    "the planner picks the index, the plan that motivated vector_plan)"
+)
 
 
 def report_recall(
-    environment_id: Any, vocab: Vocabulary, items: list[tuple[Query, list[float]]], sizes: Sizes
-) -> dict[str, FilterRecall]:
-    ef = platform_ef()
+    environment_id: Any, items: list[Item], runs: dict[str, Run], nearest: list[Nearest]
+) -> list[RecallRow]:
     vectors = [vector for _, vector in items]
-    results = {}
-    for label, hxql in (
-        ("unfiltered", "SELECT * FROM SysContent"),
-        ("filter", FILTER),
-        ("broad filter", BROAD_FILTER),
+    exact = exact_rankings(environment_id, EVERYTHING, vectors, nearest)
+    rows = ef_sweep(environment_id, "unfiltered", EVERYTHING, items, exact, shipped=runs["vector"])
+    for case, hxql, name in (
+        ("filter", FILTER, "vector + filter"),
+        ("broad filter", BROAD_FILTER, "vector + broad filter"),
     ):
-        results[label] = filter_recall(
-            environment_id,
-            label,
-            hxql,
-            vectors,
-            ef=ef,
-            platform_queries=sizes.broad if label == "broad filter" else sizes.queries,
-        )
+        exact = exact_rankings(environment_id, hxql, vectors, nearest)
+        rows.extend(filter_recalls(environment_id, case, hxql, items, exact, runs[name]))
     print(
-        f"\nrecall@{TOP_K} of the vector ranking (ORDER BY embedding <=> q LIMIT {TOP_K}) "
-        f"against exact search (the same ranking with enable_indexscan = off), "
-        f"{len(vectors)} queries ({sizes.broad} for search()'s statement with the broad filter)"
+        f"\nrecall@{TOP_K} of search() against exact search, {len(items)} queries; "
+        f"shipped: {platform_settings()}"
     )
-
-    def row(result: FilterRecall, statement: str, ef_: str, recall_: Recall) -> list[Any]:
-        return [
-            result.label,
-            f"{result.documents}",
-            statement,
-            ef_,
-            "yes" if recall_.hnsw else "no",
-            f"{recall_.mean(recall_.strict):.3f}",
-            f"{recall_.mean(recall_.tied):.3f}",
-            f"{Recall.mean([float(r) for r in recall_.returned]):.1f}",
-            sum(r < TOP_K for r in recall_.returned),
-            ms(percentile(recall_.seconds, 50)),
-            ms(percentile(recall_.seconds, 95)),
-        ]
-
-    lines = []
-    for result in results.values():
-        lines.append(row(result, "search()'s", f"{ef}", result.platform))
-        for value, recall_ in result.sweep.items():
-            if value != ef or result.sweep_statement != "search()'s":
-                lines.append(row(result, result.sweep_statement, f"{value}", recall_))
-        lines.append(row(result, "exact", "-", result.exact))
-    print(
-        table(
-            [
-                "filter",
-                "documents",
-                "statement",
-                "ef_search",
-                "HNSW",
-                "recall@10",
-                "with ties",
-                "rows (mean)",
-                "fewer than 10",
-                "SQL p50 ms",
-                "p95",
-            ],
-            lines,
-        )
-    )
-    print(
-        "(statement: search()'s = the vector half of the platform's statement (document_id "
-        "IN (SELECT id FROM retrieval_document WHERE <filter>)); listed ids = the same "
-        "ranking with document_id IN (<the matching documents' ids>), whose plan is the "
-        "HNSW index with the filter applied to its candidates; exact = listed ids with "
-        "index scans off. HNSW: whether the plan scans chunk_embedding_hnsw. with ties: a "
-        "result counts when it is no farther than the exact 10th. documents: those passing "
-        "the filter, of 50 chunks each)"
-    )
-    listed = results["filter"].sweep.get(ef)
-    if listed is not None and results["filter"].sweep_statement == "listed ids":
-        finance = set(vocab.department_topics[FILTER_DEPARTMENT])
-        by_topic: dict[bool, list[float]] = {True: [], False: []}
-        for value, (query, _) in zip(listed.strict, items, strict=True):
-            by_topic[query.topic in finance].append(value)
-        print(
-            f"filter, listed ids at ef_search {ef}, recall by the query's topic: "
-            f"{FILTER_DEPARTMENT}'s {Recall.mean(by_topic[True]):.3f} "
-            f"({len(by_topic[True])} queries), the others' {Recall.mean(by_topic[False]):.3f} "
-            f"({len(by_topic[False])})"
-        )
-    report_long_queries(environment_id, vocab, sizes)
-    return results
+    print(table(RECALL_HEADERS, [recall_row(row) for row in rows]))
+    print(RECALL_NOTE)
+    return rows
 
 
-def report_long_queries(environment_id: Any, vocab: Vocabulary, sizes: Sizes) -> None:
+def report_paragraphs(environment_id: Any, vocab: Vocabulary, sizes: Sizes) -> None:
     """Unfiltered recall for queries shaped like the chunks: is a low recall the index's,
     or that of short queries, whose vectors (a few words hashed into 384 dimensions) are
     unlike every vector in the index?"""
@@ -937,71 +1133,61 @@ def report_long_queries(environment_id: Any, vocab: Vocabulary, sizes: Sizes) ->
     rng = random.Random(SEED + 3)
     texts = [
         chunk_text(rng, vocab, topic, rng.randrange(len(vocab.topics)))
-        for topic in [rng.randrange(len(vocab.topics)) for _ in range(sizes.long_queries)]
+        for topic in [rng.randrange(len(vocab.topics)) for _ in range(sizes.paragraphs)]
     ]
     vectors = document_embedder().embed(texts)
-    result = filter_recall(
-        environment_id,
-        "paragraphs",
-        "SELECT * FROM SysContent",
-        vectors,
-        ef=platform_ef(),
-        platform_queries=len(vectors),
-    )
+    items = list(zip(texts, vectors, strict=True))
+    exact = exact_rankings(environment_id, EVERYTHING, vectors)
+    figures = [
+        f"{row.how.removeprefix('search(), ') if not row.shipped else 'as shipped'}: "
+        f"{row.recall.mean(row.recall.strict):.3f} [{row.path}]"
+        for row in ef_sweep(environment_id, "paragraphs", EVERYTHING, items, exact, warmup=0)
+    ]
     print(
-        f"unfiltered recall@10 for {len(vectors)} queries that are paragraphs (80-150 words, "
-        "written as the chunks are), by ef_search: "
-        + ", ".join(f"{value}: {r.mean(r.strict):.3f}" for value, r in result.sweep.items())
+        f"unfiltered recall@10 of search() for {len(items)} queries that are paragraphs "
+        "(80-150 words, written as the chunks are): " + "; ".join(figures)
     )
 
 
-def report_plans(statements: dict[str, Statement]) -> None:
-    ef = platform_ef()
-    plans = {}
-    for name in ("vector", "hybrid + filter", "vector + filter", "hybrid + broad filter"):
-        sql, params = statements[name]
-        plans[name] = explain(sql, params, ef)
-        print(f"\nEXPLAIN (ANALYZE, BUFFERS) of search()'s statement, {name}, its last query:")
-        for line in plans[name]:
-            print(f"  {line}")
-    hybrid = plans["hybrid + filter"]
-    print(
-        "\nplans: vector scans chunk_embedding_hnsw: "
-        f"{'yes' if plan_uses(plans['vector'], 'chunk_embedding_hnsw') else 'NO'}; "
-        "hybrid + filter scans chunk_embedding_hnsw: "
-        f"{'yes' if plan_uses(hybrid, 'chunk_embedding_hnsw') else 'no'}, "
-        f"chunk_search_vector_gin: "
-        f"{'yes' if plan_uses(hybrid, 'chunk_search_vector_gin') else 'no'}, "
-        f"the filter (retrieval_document) in the same plan: "
-        f"{'yes' if plan_uses(hybrid, 'retrieval_document') else 'NO'}"
-    )
+EXPLAINED = ("vector", "vector + filter", "hybrid + filter", "hybrid + broad filter")
 
 
-def report_goals(timings: dict[str, Timing], recalls: dict[str, FilterRecall]) -> None:
-    vector_p95 = percentile(timings["vector"].total, 95)
-    filtered_p95 = percentile(timings["vector + filter"].total, 95)
-    hybrid_p95 = percentile(timings["hybrid + filter"].total, 95)
-    unfiltered = recalls["unfiltered"].platform
-    filtered = recalls["filter"].platform
-    listed = recalls["filter"].sweep[platform_ef()]
-    print(
-        f"\ngoals: vector top-10 p95 < {GOAL_VECTOR_P95_MS:g} ms: "
-        f"{met(vector_p95 * 1000 < GOAL_VECTOR_P95_MS)} ({ms(vector_p95)} ms; with the filter "
-        f"{ms(filtered_p95)} ms); hybrid top-10 with the filter p95 < {GOAL_HYBRID_P95_MS:g} "
-        f"ms: {met(hybrid_p95 * 1000 < GOAL_HYBRID_P95_MS)} ({ms(hybrid_p95)} ms); "
-        f"recall@10 >= {GOAL_RECALL}: unfiltered "
-        f"{met(unfiltered.mean(unfiltered.strict) >= GOAL_RECALL)} "
-        f"({unfiltered.mean(unfiltered.strict):.3f}), with the filter "
-        f"{met(filtered.mean(filtered.strict) >= GOAL_RECALL)} "
-        f"({filtered.mean(filtered.strict):.3f}, "
-        f"{'HNSW' if filtered.hnsw else 'exact: the plan does not use HNSW'}; HNSW with the "
-        f"filter applied after it: {listed.mean(listed.strict):.3f})"
+def explained(name: str, run: Run) -> tuple[str, str]:
+    """EXPLAIN (ANALYZE, BUFFERS) of the search statement of the run's slowest search, with
+    the ef_search search() set for it, as text; and which indexes the plan scans."""
+    assert run.slowest is not None
+    sql, params, ef = run.slowest
+    lines = explain(sql, params, ef)
+    how = "exact" if ef is None else f"hnsw.ef_search {ef}"
+    text = "\n".join(
+        [
+            f"\nEXPLAIN (ANALYZE, BUFFERS) of search()'s statement, {name}, its slowest query "
+            f"({ms(run.slowest_seconds)} ms in the run; {how}, set as search() sets it):",
+            *(f"  {line}" for line in lines),
+        ]
     )
+    hnsw = plan_uses(lines, "chunk_embedding_hnsw")
+    gin = plan_uses(lines, "chunk_search_vector_gin")
+    expected = "as decided" if hnsw == (ef is not None) else "NOT as decided"
+    summary = (
+        f"{name} ({how}): chunk_embedding_hnsw {'yes' if hnsw else 'no'} ({expected}), "
+        f"chunk_search_vector_gin {'yes' if gin else 'no'}"
+    )
+    return text, summary
+
+
+def report_plans(runs: dict[str, Run]) -> None:
+    summaries = []
+    for name in EXPLAINED:
+        text, summary = explained(name, runs[name])
+        print(text)
+        summaries.append(summary)
+    print("\nplans: " + "; ".join(summaries))
 
 
 def report_environment_share(
-    environment_id: Any, items: list[tuple[Query, list[float]]], sizes: Sizes
-) -> None:
+    environment_id: Any, items: list[Item], nearest: list[Nearest]
+) -> tuple[dict[str, Run], list[RecallRow]]:
     """The same searches in an environment holding a tenth of the chunks: HNSW indexes every
     environment's chunks together, and the environment is a filter like any other."""
     from django.db import connection
@@ -1012,6 +1198,8 @@ def report_environment_share(
     total = Document.objects.count()
     kept = total // 10
     other = Environment.objects.create(name=f"bench-other-{os.getpid()}")
+    runs: dict[str, Run] = {}
+    plans: dict[str, Plan] = {}
     try:
         with connection.cursor() as cursor:
             cursor.execute(
@@ -1020,43 +1208,92 @@ def report_environment_share(
                 [other.pk, kept],
             )
             cursor.execute("ANALYZE retrieval_document")
-        everything = "SELECT * FROM SysContent"
-        estimated, actual = filter_estimate(environment_id, everything)
-        timing, _ = latency(environment_id, items, hybrid=False, hxql=everything, warmup=10)
-        hybrid, _ = latency(environment_id, items, hybrid=True, hxql=everything, warmup=10)
-        result = filter_recall(
+        for name, hybrid in (
+            ("vector, 10 % environment", False),
+            ("hybrid, 10 % environment", True),
+        ):
+            plans[name] = planned(environment_id, EVERYTHING)
+            runs[name] = run_searches(
+                environment_id, items, hxql=EVERYTHING, hybrid=hybrid, warmup=10
+            )
+        vectors = [vector for _, vector in items]
+        exact = exact_rankings(environment_id, EVERYTHING, vectors, nearest)
+        recalls = filter_recalls(
             environment_id,
             "10 % environment",
-            everything,
-            [vector for _, vector in items],
-            ef=platform_ef(),
-            platform_queries=sizes.queries,
+            EVERYTHING,
+            items,
+            exact,
+            runs["vector, 10 % environment"],
         )
+        plan = explained("vector, 10 % environment", runs["vector, 10 % environment"])
     finally:
         with connection.cursor() as cursor:
             cursor.execute("TRUNCATE retrieval_chunk, retrieval_document")  # the bench database
         Environment.objects.filter(pk=other.pk).delete()
-    platform = result.platform
     print(
         f"\nthe searched environment holding {kept} of the {total} documents (the rest moved "
-        f"to another environment; the planner estimates {estimated:.0f} documents in it, "
-        f"actual {actual}), no HxQL filter, {len(items)} queries:"
+        f"to another environment), no HxQL filter, {len(items)} queries, after 10 warm-up "
+        f"queries; as shipped ({platform_settings()}):"
     )
+    print(table(LATENCY_HEADERS, [latency_row(n, plans[n], runs[n]) for n in runs]))
+    print(table(RECALL_HEADERS, [recall_row(row) for row in recalls]))
     print(
-        f"  search() vector top-10: p50 {ms(percentile(timing.total, 50))} ms, p95 "
-        f"{ms(percentile(timing.total, 95))} ms, results {Recall.mean(timing.rows):.1f} on "
-        f"average, fewer than 10 for {sum(r < TOP_K for r in timing.rows)} queries; hybrid: "
-        f"p95 {ms(percentile(hybrid.total, 95))} ms, fewer than 10 for "
-        f"{sum(r < TOP_K for r in hybrid.rows)}"
+        "(columns as in the tables above; RETRIEVAL_EXACT_MAX_CHUNKS=0: the same search() "
+        "sent down its HNSW path, with the ef_search vector_plan gives this share)"
     )
-    print(
-        f"  search()'s vector ranking: plan {'HNSW' if platform.hnsw else 'without HNSW'}, "
-        f"recall@10 {platform.mean(platform.strict):.3f}, rows {Recall.mean(platform.returned):.1f}"
-        f" on average; the ef_search sweep ({result.sweep_statement}): "
-        + ", ".join(
-            f"{value}: recall {r.mean(r.strict):.3f}, rows {Recall.mean(r.returned):.1f}"
-            for value, r in result.sweep.items()
+    text, summary = plan
+    print(f"{text}\nplan: {summary}")
+    return runs, recalls
+
+
+def report_goals(runs: dict[str, Run], recalls: list[RecallRow]) -> None:
+    lines = []
+    for name in (
+        "vector",
+        "vector + filter",
+        "vector + broad filter",
+        "vector, 10 % environment",
+    ):
+        p95 = percentile(runs[name].total, 95)
+        lines.append(
+            [
+                f"vector top-10 p95 < {GOAL_VECTOR_P95_MS:g} ms",
+                name,
+                runs[name].paths_text(),
+                f"{ms(p95)} ms",
+                met(p95 * 1000 < GOAL_VECTOR_P95_MS),
+            ]
         )
+    for name in ("hybrid + filter", "hybrid + broad filter", "hybrid, 10 % environment"):
+        p95 = percentile(runs[name].total, 95)
+        lines.append(
+            [
+                f"hybrid top-10 with a filter p95 < {GOAL_HYBRID_P95_MS:g} ms",
+                name,
+                runs[name].paths_text(),
+                f"{ms(p95)} ms",
+                met(p95 * 1000 < GOAL_HYBRID_P95_MS),
+            ]
+        )
+    for row in recalls:
+        if row.shipped:
+            value = row.recall.mean(row.recall.strict)
+            lines.append(
+                [
+                    f"recall@10 >= {GOAL_RECALL}",
+                    row.case,
+                    row.path,
+                    f"{value:.3f}",
+                    met(value >= GOAL_RECALL),
+                ]
+            )
+    print(f"\ngoals, search() as shipped ({platform_settings()}):")
+    print(table(["goal", "case", "path taken", "value", ""], lines))
+    missed = sum(line[-1] != "met" for line in lines)
+    print(
+        f"goals: {len(lines) - missed} of {len(lines)} met"
+        + (f", {missed} NOT met" if missed else "")
     )
 
 
