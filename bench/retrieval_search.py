@@ -327,8 +327,12 @@ def build(db: Database, specs: list[DocumentSpec], rows: list[ChunkRow]) -> tupl
             conn.execute(f"SET {name} = '{value}'")
         for name in ("maintenance_work_mem", "max_parallel_maintenance_workers", "shared_buffers"):
             result.settings[name] = str(conn.execute(f"SHOW {name}").fetchone()[0])
+        hnsw = indexes["chunk_embedding_hnsw"]
         for name, label in (
-            ("chunk_embedding_hnsw", "HNSW index (m=16, ef_construction=64)"),
+            (
+                "chunk_embedding_hnsw",
+                f"HNSW index (m={hnsw.m}, ef_construction={hnsw.ef_construction})",
+            ),
             ("chunk_search_vector_gin", "GIN index (tsvector)"),
         ):
             sql = _index_sql(Chunk, indexes[name])
