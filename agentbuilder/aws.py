@@ -13,6 +13,7 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 CONNECT_TIMEOUT = 5.0
 # One client serves every concurrent stream of its profile; urllib3 would otherwise open
@@ -42,3 +43,14 @@ def _build(service: str, max_retries: int, timeout: float) -> Any:
     # in several threads at once.
     session = boto3.session.Session(region_name=os.environ.get("AWS_REGION") or None)
     return session.client(service, config=config)
+
+
+def client_error_text(exc: ClientError) -> str:
+    """What AWS said, for a person: "Code: message (HTTP 500, 3 attempts)"."""
+    error = exc.response.get("Error", {})
+    meta = exc.response.get("ResponseMetadata", {})
+    attempts = meta.get("RetryAttempts", 0) + 1
+    return (
+        f"{error.get('Code', 'error')}: {error.get('Message', '')} "
+        f"(HTTP {meta.get('HTTPStatusCode', '?')}, {attempts} attempt{'s' if attempts > 1 else ''})"
+    )

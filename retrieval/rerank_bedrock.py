@@ -79,11 +79,8 @@ class BedrockReranker:
                 },
             )
         except ClientError as exc:
-            error = exc.response.get("Error", {})
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
             raise RerankError(
-                f"Bedrock refused to rerank with {self.model} (HTTP {status}, "
-                f"{error.get('Code', 'error')}): {error.get('Message', exc)}"
+                f"Bedrock refused to rerank with {self.model}: {aws.client_error_text(exc)}"
             ) from exc
         except BotoCoreError as exc:
             raise RerankError(f"Bedrock failed to rerank with {self.model}: {exc}") from exc

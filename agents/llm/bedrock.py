@@ -260,14 +260,7 @@ def _provider_error(exc: BaseException) -> ProviderError:
             f"Bedrock stream failed: {error.get('Code', 'error')}: {error.get('Message', '')}"
         )
     if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        meta = exc.response.get("ResponseMetadata", {})
-        attempts = meta.get("RetryAttempts", 0) + 1
-        return ProviderError(
-            f"Bedrock refused the call: {error.get('Code', 'error')}: "
-            f"{error.get('Message', '')} (HTTP {meta.get('HTTPStatusCode', '?')}, "
-            f"{attempts} attempt{'s' if attempts > 1 else ''})"
-        )
+        return ProviderError(f"Bedrock refused the call: {aws.client_error_text(exc)}")
     if isinstance(exc, BotoCoreError | urllib3.exceptions.HTTPError | OSError):
         return ProviderError(f"Bedrock connection failed: {exc}")
     return ProviderError(f"Bedrock call failed: {exc!r}")

@@ -194,14 +194,7 @@ def describe_failure(exc: BaseException) -> str:
     ):
         return f"Bedrock did not answer in time: {exc}"
     if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        meta = exc.response.get("ResponseMetadata", {})
-        attempts = meta.get("RetryAttempts", 0) + 1
-        return (
-            f"Bedrock refused the call: {error.get('Code', 'error')}: "
-            f"{error.get('Message', '')} (HTTP {meta.get('HTTPStatusCode', '?')}, "
-            f"{attempts} attempt{'s' if attempts > 1 else ''})"
-        )
+        return f"Bedrock refused the call: {aws.client_error_text(exc)}"
     if isinstance(
         exc,
         EndpointConnectionError | HTTPClientError | urllib3.exceptions.HTTPError | OSError,

@@ -81,11 +81,8 @@ class BedrockEmbedder:
             )
             document = json.loads(response["body"].read())
         except ClientError as exc:
-            error = exc.response.get("Error", {})
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
             raise EmbeddingError(
-                f"Bedrock refused to embed with {self.model} (HTTP {status}, "
-                f"{error.get('Code', 'error')}): {error.get('Message', exc)}"
+                f"Bedrock refused to embed with {self.model}: {aws.client_error_text(exc)}"
             ) from exc
         except (BotoCoreError, ValueError) as exc:
             raise EmbeddingError(f"Bedrock failed to embed with {self.model}: {exc}") from exc

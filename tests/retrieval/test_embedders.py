@@ -217,7 +217,7 @@ def test_titan_throttled_call_is_retried(bedrock: FakeBedrock) -> None:
 def test_titan_failing_every_time_raises_after_its_retries(bedrock: FakeBedrock) -> None:
     bedrock.fallback = Fail(500, "the model is down")
 
-    with pytest.raises(EmbeddingError, match=r"HTTP 500.*the model is down"):
+    with pytest.raises(EmbeddingError, match=r"the model is down \(HTTP 500, 3 attempts\)"):
         titan(max_retries=2).embed(["hello"])
 
     assert len(bedrock.requests) == 3
