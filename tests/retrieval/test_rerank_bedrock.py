@@ -206,7 +206,8 @@ def test_a_persistent_failure_is_a_rerank_error_after_the_retries(
     settings.RERANK_MAX_RETRIES = 1
     bedrock.fallback = Fail(500, "the reranker is down")
 
-    with pytest.raises(RerankError, match=r"InternalServerException: the reranker is down \(HTTP 500, 2 attempts\)"):
+    down = r"InternalServerException: the reranker is down \(HTTP 500, 2 attempts\)"
+    with pytest.raises(RerankError, match=down):
         rerank(QUERY, [Item("vacation days")], top_n=1)
     assert len(bedrock.reranks()) == 2
 
@@ -214,7 +215,8 @@ def test_a_persistent_failure_is_a_rerank_error_after_the_retries(
 def test_a_validation_exception_is_not_retried(bedrock: FakeBedrock) -> None:
     bedrock.fallback = Fail(400, "The provided model identifier is invalid.")
 
-    with pytest.raises(RerankError, match=r"ValidationException: .*model identifier.* \(HTTP 400, 1 attempt\)"):
+    invalid = r"ValidationException: .*model identifier.* \(HTTP 400, 1 attempt\)"
+    with pytest.raises(RerankError, match=invalid):
         rerank(QUERY, [Item("vacation days")], top_n=1)
     assert len(bedrock.reranks()) == 1
 
