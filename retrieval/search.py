@@ -16,8 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
-from django.db.models import F, Lookup, Q, QuerySet, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db.models import F, Lookup, Q, QuerySet, Value
 from pgvector.django import CosineDistance
 
 from retrieval.models import TS_CONFIG, Chunk, Document, DocumentStatus
@@ -66,7 +65,7 @@ class SearchRequest:
 @dataclass(frozen=True)
 class Scope:
     """Chunks the search may return (the environment's ready documents that pass the
-    filter), and chunks in the HNSW index (every environment's, every status)."""
+    filter), and about how many the HNSW index holds (every environment's)."""
 
     chunks: int
     indexed: int
@@ -108,14 +107,23 @@ def _documents(environment_id: Any, hxql: Q) -> QuerySet[Document]:
 
 
 def _scope(environment_id: Any, hxql: Q) -> Scope:
-    # One pass over the documents (a row per document, not per chunk), exact where the
-    # planner's estimate of a metadata filter can be off by a hundred times.
-    searched = Q(hxql, environment_id=environment_id, status=DocumentStatus.READY)
-    totals = Document.objects.aggregate(
-        chunks=Coalesce(Sum("chunk_count", filter=searched), Value(0)),
-        indexed=Coalesce(Sum("chunk_count"), Value(0)),
-    )
-    return Scope(chunks=int(totals["chunks"]), indexed=int(totals["indexed"]))
+    """The chunks the filter leaves, summed over its documents (a row per document, not
+    per chunk): exact where the planner's estimate of a metadata filter can be off by a
+    hundred times. The index's size is PostgreSQL's estimate (`reltuples`), which costs
+    nothing whatever the number of documents; when it lags behind a bulk load the share
+    comes out high, ef_search low, and a page the index cannot fill runs again exactly."""
+    searched = _documents(environment_id, hxql).order_by().values("chunk_count")
+    sql, params = searched.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COALESCE(SUM(chunk_count), 0),"
+            " (SELECT reltuples FROM pg_class WHERE oid = 'retrieval_chunk'::regclass)"
+            f" FROM ({sql}) AS searched",
+            params,
+        )
+        chunks, estimated = cursor.fetchone()
+    chunks = int(chunks)
+    return Scope(chunks=chunks, indexed=max(chunks, int(estimated or 0)))
 
 
 def candidates(*, environment_id: Any, request: SearchRequest, vector: list[float]) -> list[Node]:

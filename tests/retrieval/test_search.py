@@ -185,8 +185,9 @@ def test_one_statement_per_search_even_with_adjacent_chunks(add_document, env, s
     assert len(statements) == 2, statements
     scope, select = statements
     # The chunks the filter leaves, counted from the documents: few, so the search is exact.
-    assert "retrieval_chunk" not in scope
+    assert 'FROM "retrieval_chunk"' not in scope
     assert "SUM" in scope
+    assert "reltuples" in scope  # the index's size: PostgreSQL's estimate
     # The filter, both rankings, the fusion and the neighbours: all in the one SELECT.
     for part in ("'team'", "retrieval_document", "websearch_to_tsquery", "<=>", "json_agg"):
         assert part in select
