@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import math
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -128,7 +129,33 @@ def _private() -> Database:
         pgdata = tempfile.mkdtemp(prefix="bench-pgdata-")
         server = pgserver.get_server(pgdata, cleanup_mode="delete")
     socket_dir = parse_qs(urlparse(server.get_uri()).query)["host"][0]
-    return Database(socket_dir, BENCH_DB, private=server)
+    database = Database(socket_dir, BENCH_DB, private=server)
+    _configure(database, server)
+    return database
+
+
+def _configure(database: Database, server: Any) -> None:
+    """BENCH_PG_SETTINGS ("shared_buffers=1GB,work_mem=64MB"): server settings for the
+    throwaway server, set with ALTER SYSTEM and a restart, to measure what tuning buys."""
+    wanted: list[tuple[str, str]] = []
+    for item in os.environ.get("BENCH_PG_SETTINGS", "").split(","):
+        name, _, value = item.partition("=")
+        if name.strip():
+            wanted.append((name.strip(), value.strip()))
+    if not wanted:
+        return
+    # pgserver's own pg_ctl (made at import time, so unknown to mypy): it has no restart.
+    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
+
+    with database.connect() as conn:
+        for name, value in wanted:
+            if not re.fullmatch(r"[a-z_]+", name):
+                raise SystemExit(f"BENCH_PG_SETTINGS: bad setting name {name!r}")
+            conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")  # the operator's own input
+    pg_ctl(["-w", "restart"], pgdata=server.pgdata, user=server.system_user)
+    with database.connect() as conn:
+        for name, _ in wanted:
+            print(f"server setting {name} = {conn.execute(f'SHOW {name}').fetchone()[0]}")
 
 
 # ---------------------------------------------------------------- data
