@@ -40,12 +40,10 @@ from agents.runtime.events import (
     Event,
     ResponseCompleted,
     ResponseFailed,
-    TextDelta,
-    ToolCall,
-    ToolResult,
 )
 from agents.runtime.spec import AgentSpec, McpServerSpec, Retriever, RunInput
 from agents.runtime.task_agent import TaskInputError, prepare_inputs
+from agents.runtime.transcript import Transcript
 from guardrails.engines.rules import Rule
 from guardrails.selectors import guardrail_rules, unknown_guardrail_names
 
@@ -300,59 +298,31 @@ class RunRecorder:
 
     def __init__(self, invocation: Invocation) -> None:
         self.invocation = invocation
-        self.turn: list[dict[str, Any]] = []
-        self.text: list[str] = []
+        self.transcript = Transcript()
         self.status = RunStatus.IN_PROGRESS
         self.usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
         self.output: Any = None
         self.error: dict[str, str] | None = None
 
     def observe(self, event: Event) -> None:
-        if isinstance(event, TextDelta):
-            self.text.append(event.text)
-        elif isinstance(event, ToolCall):
-            # Calls of one model step join the assistant message that carries its text.
-            if self.text or not self.turn or self.turn[-1]["role"] != "assistant":
-                self.turn.append({"role": "assistant", "content": "".join(self.text)})
-                self.text = []
-            self.turn[-1].setdefault("tool_calls", []).append(
-                {
-                    "id": event.call_id,
-                    "type": "function",
-                    "function": {"name": event.name, "arguments": event.arguments},
-                }
-            )
-        elif isinstance(event, ToolResult):
-            self.turn.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": event.call_id,
-                    "name": event.name,
-                    "content": event.content,
-                }
-            )
-        elif isinstance(event, ResponseCompleted):
-            self._flush_text()
+        self.transcript.observe(event)
+        if isinstance(event, ResponseCompleted):
+            self.transcript.close_text()
             self.status = RunStatus.COMPLETED
             self.usage = event.usage.as_dict()
             self.output = event.structured if event.structured is not None else event.text
             if event.custom_outputs:
                 self.output = {"answer": self.output, "customOutputs": event.custom_outputs}
         elif isinstance(event, ResponseFailed):
-            self._flush_text()
+            self.transcript.close_text()
             self.status = RunStatus.FAILED
             self.usage = event.usage.as_dict()
             self.error = {"code": event.code, "message": event.message}
 
-    def _flush_text(self) -> None:
-        if self.text:
-            self.turn.append({"role": "assistant", "content": "".join(self.text)})
-            self.text = []
-
     def save(self, *, canceled: bool = False) -> None:
         if canceled and self.status == RunStatus.IN_PROGRESS:
             self.status = RunStatus.CANCELED
-            self._flush_text()
+            self.transcript.close_text()
         elif self.status == RunStatus.IN_PROGRESS:
             self.status = RunStatus.FAILED
             self.error = {"code": "interrupted", "message": "the run ended without an answer"}
@@ -363,7 +333,7 @@ class RunRecorder:
             completed_at=now,
             latency_ms=int((now - run.started_at).total_seconds() * 1000),
             tokens_usage=self.usage,
-            messages=[*run.messages, *self.turn],
+            messages=[*run.messages, *self.transcript.messages],
             output=self.output,
             error=self.error,
         )

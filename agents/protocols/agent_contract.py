@@ -24,10 +24,8 @@ from agents.runtime.events import (
     ResponseCompleted,
     ResponseCreated,
     ResponseFailed,
-    TextDelta,
-    ToolCall,
-    ToolResult,
 )
+from agents.runtime.transcript import Transcript
 
 # ---------------------------------------------------------------- the contract's models
 
@@ -246,41 +244,16 @@ class TurnEncoder:
     """Follows a run's events and builds the contract's messages of the turn."""
 
     def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
-        self.text: list[str] = []
+        self.transcript = Transcript()
         self.model: str | None = None
         self.response_id: str | None = None
         self.done: ResponseCompleted | ResponseFailed | None = None
 
     def encode(self, event: Event) -> None:
+        self.transcript.observe(event)
         if isinstance(event, ResponseCreated):
             self.model = event.model
             self.response_id = event.response_id
-        elif isinstance(event, TextDelta):
-            self.text.append(event.text)
-        elif isinstance(event, ToolCall):
-            # The calls of one model step share the assistant message with the step's text.
-            last = self.messages[-1] if self.messages else None
-            if self.text or last is None or last["role"] != "assistant":
-                last = {"role": "assistant", "content": "".join(self.text) or None}
-                self.messages.append(last)
-                self.text = []
-            last.setdefault("tool_calls", []).append(
-                {
-                    "id": event.call_id,
-                    "type": "function",
-                    "function": {"name": event.name, "arguments": event.arguments},
-                }
-            )
-        elif isinstance(event, ToolResult):
-            self.messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": event.call_id,
-                    "name": event.name,
-                    "content": event.content,
-                }
-            )
         elif isinstance(event, ResponseCompleted):
             self.done = event
             self._final(self._answer(event))
@@ -304,19 +277,19 @@ class TurnEncoder:
             # The structured_output call is the answer's form, not a tool that ran: the
             # object is the reply (the call, which has no result, is left out below).
             return json.dumps(done.structured, ensure_ascii=False)
-        return "".join(self.text) or done.text
+        return self.transcript.take_text() or done.text
 
     def _final(self, text: str) -> None:
+        self.transcript.take_text()  # the final message says it all
         self._drop_unanswered_calls()
-        self.text = []
-        self.messages.append({"role": "assistant", "content": text})
+        self.transcript.messages.append({"role": "assistant", "content": text})
 
     def _drop_unanswered_calls(self) -> None:
         """The contract's turn ends with no call pending: a call without a result (a
         structured answer's, or one a guardrail stopped beside another) is left out."""
-        answered = {m["tool_call_id"] for m in self.messages if m["role"] == "tool"}
+        answered = {m["tool_call_id"] for m in self.transcript.messages if m["role"] == "tool"}
         kept: list[dict[str, Any]] = []
-        for message in self.messages:
+        for message in self.transcript.messages:
             calls = message.get("tool_calls")
             if calls is not None:
                 calls = [c for c in calls if c["id"] in answered]
@@ -327,7 +300,7 @@ class TurnEncoder:
                     if not message["content"]:
                         continue
             kept.append(message)
-        self.messages = kept
+        self.transcript.messages = kept
 
     def response(
         self,
@@ -345,7 +318,9 @@ class TurnEncoder:
         if isinstance(self.done, ResponseFailed):
             extra["error"] = {"code": self.done.code, "message": self.done.message}
         return AgentResponse(
-            messages=[TurnMessage.model_validate(m) for m in self.messages],
+            messages=[
+                TurnMessage.model_validate(_openai_shape(m)) for m in self.transcript.messages
+            ],
             model=self.model,
             provider=provider,
             usage=TokenUsage(
@@ -355,3 +330,10 @@ class TurnEncoder:
             ),
             metadata={**(metadata or {}), **extra},
         )
+
+
+def _openai_shape(message: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's form: an assistant message that only calls tools has `content: null`."""
+    if message.get("tool_calls") and not message["content"]:
+        return {**message, "content": None}
+    return message
