@@ -6,21 +6,19 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 from django.core.asgi import get_asgi_application
-from django.db import DEFAULT_DB_ALIAS, connections
 
 from agents.examples import CALCULATOR
 from agents.models import Run
 from agents.tokens import token_encode
 from tests.fakes.server import Turn
 from tests.invoke.conftest import CREATED, DELTA, Backend
+from tests.live import live_app, restore_serialized_rows
 
 # Transactional: the server's threads only see committed rows. serialized_rollback restores
 # the catalogs and the `default` environment that the flush would erase.
@@ -31,38 +29,14 @@ ASK = {"messages": [{"role": "user", "content": "Count slowly."}]}
 
 @pytest.fixture(scope="module", autouse=True)
 def _reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
-    """Put the seeded rows back after the last flush, for the files that follow."""
     yield
-    db = connections[DEFAULT_DB_ALIAS]
-    with django_db_blocker.unblock():
-        db.creation.deserialize_db_from_string(db._test_serialized_contents)
+    restore_serialized_rows(django_db_blocker)
 
 
 @pytest.fixture
 def live_server_port() -> Iterator[int]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = uvicorn.Config(
-        app=get_asgi_application(),
-        host="127.0.0.1",
-        port=port,
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive(), "uvicorn did not start"
-        assert time.monotonic() < deadline, "uvicorn did not start in time"
-        time.sleep(0.01)
-    yield port
-    server.should_exit = True
-    thread.join(timeout=5)
-    assert not thread.is_alive(), "uvicorn did not stop"
+    with live_app(get_asgi_application()) as served:
+        yield served.port
 
 
 def run_status_after(run_id: str, seconds: float) -> tuple[str, float]:

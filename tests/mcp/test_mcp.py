@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import uvicorn
 from django.db import connection
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -38,6 +36,7 @@ from tests.conftest import client_for
 from tests.factories import UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Call, Turn
+from tests.live import LiveApp
 
 pytestmark = pytest.mark.django_db
 
@@ -84,37 +83,22 @@ def tools_server() -> MCPServer:
     return server
 
 
-@dataclass
-class LiveServer:
-    port: int
-    server: uvicorn.Server
-    thread: threading.Thread
-    path: str = "/mcp"
+class LiveServer(LiveApp):
+    def __init__(self, app: Any, path: str) -> None:
+        # The MCP apps start their session manager in the ASGI lifespan.
+        super().__init__(app, lifespan="on", timeout_graceful_shutdown=1)
+        self.path = path
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}{self.path}"
 
-    def stop(self) -> None:
-        self.server.should_exit = self.server.force_exit = True
-        self.thread.join(timeout=10)
-
 
 def serve(transport: str = "streamable_http") -> LiveServer:
     mcp = tools_server()
-    app = mcp.sse_app() if transport == "sse" else mcp.streamable_http_app()
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the MCP server did not start"
-        time.sleep(0.01)
-    path = "/sse" if transport == "sse" else "/mcp"
-    return LiveServer(sock.getsockname()[1], server, thread, path)
+    if transport == "sse":
+        return LiveServer(mcp.sse_app(), "/sse")
+    return LiveServer(mcp.streamable_http_app(), "/mcp")
 
 
 @pytest.fixture(scope="module")

@@ -10,16 +10,13 @@ import asyncio
 import http.client
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
-import uvicorn
 from django.core.asgi import get_asgi_application
-from django.db import DEFAULT_DB_ALIAS, connections
 from openai import AsyncOpenAI, OpenAI
 from openai.types.chat import ChatCompletionChunk
 
@@ -49,6 +46,7 @@ from agents.runtime.tools.functions import REGISTRY, FunctionSpec
 from agents.tokens import token_encode
 from tests.fakes.server import Call, Turn
 from tests.invoke.conftest import MODELS, Backend, _backend, openai_server  # noqa: F401
+from tests.live import live_app, restore_serialized_rows
 
 # Live tests are transactional: the server's threads only see committed rows.
 # serialized_rollback restores the catalogs and the `default` environment the flush erases.
@@ -116,39 +114,15 @@ def get_messages(chat_stream):
 
 @pytest.fixture(scope="module")
 def reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
-    """Put the seeded rows back after the live tests' last flush, for the files that follow."""
     yield
-    db = connections[DEFAULT_DB_ALIAS]
-    with django_db_blocker.unblock():
-        db.creation.deserialize_db_from_string(db._test_serialized_contents)
+    restore_serialized_rows(django_db_blocker)
 
 
 @pytest.fixture(scope="module")
 def port(reseed_after_module: None) -> Iterator[int]:
     """One uvicorn for the module, serving the project's ASGI app from a thread."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        free = probe.getsockname()[1]
-    config = uvicorn.Config(
-        app=get_asgi_application(),
-        host="127.0.0.1",
-        port=free,
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive(), "uvicorn did not start"
-        assert time.monotonic() < deadline, "uvicorn did not start in time"
-        time.sleep(0.01)
-    yield free
-    server.should_exit = True
-    thread.join(timeout=5)
-    assert not thread.is_alive(), "uvicorn did not stop"
+    with live_app(get_asgi_application()) as served:
+        yield served.port
 
 
 @pytest.fixture
