@@ -296,8 +296,6 @@ class Server:
 
     def problem_summary(self) -> list[str]:
         """The log's own lines (tracebacks' frames left out), ids masked, counted."""
-        import re
-
         frames = ("Traceback", "The above exception", "During handling")
         counted: Counter[str] = Counter(
             re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", "<id>", line)[:240]
@@ -307,13 +305,7 @@ class Server:
         return [f"{n} x {line}" for line, n in counted.most_common()]
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process, timeout=15)
 
     def close(self) -> None:
         self.stop()
@@ -369,3 +361,23 @@ def machine() -> str:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     python = platform.python_version()
     return f"{platform.node()}: {os.cpu_count()} cores, Python {python}, load average {load}"
+
+
+def stop_process(process: subprocess.Popen[Any] | None, timeout: float = 10) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within `timeout` seconds."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def start_sse_fake(*options: str) -> tuple[subprocess.Popen[str], str]:
+    """bench/sse_fake.py in a process of its own, and its URL (it prints its port)."""
+    script = str(Path(__file__).with_name("sse_fake.py"))
+    fake = subprocess.Popen([sys.executable, script, *options], stdout=subprocess.PIPE, text=True)  # noqa: S603
+    assert fake.stdout is not None
+    port = int(fake.stdout.readline().split()[1])
+    return fake, f"http://127.0.0.1:{port}"

@@ -27,13 +27,10 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
@@ -49,6 +46,8 @@ from common import (
     prepare,
     run_counts,
     running,
+    start_sse_fake,
+    stop_process,
     table,
 )
 from sse_fake import PROSE, prose_deltas
@@ -478,25 +477,6 @@ def check(phases: Sequence[Phase], data: dict[str, BenchData], warm: int) -> boo
 # ---------------------------------------------------------------- set-up
 
 
-def start_fake(pause: float) -> tuple[subprocess.Popen[str], str]:
-    script = str(Path(__file__).with_name("sse_fake.py"))
-    command = [sys.executable, script, "--prose", "--record", "--pause", str(pause)]
-    fake = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)  # noqa: S603
-    assert fake.stdout is not None
-    port = int(fake.stdout.readline().split()[1])
-    return fake, f"http://127.0.0.1:{port}"
-
-
-def stop(process: subprocess.Popen[str]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 def measure(*, pause: float, calls: int, calls_concurrent: int) -> bool:
     from django.conf import settings
 
@@ -508,7 +488,7 @@ def measure(*, pause: float, calls: int, calls_concurrent: int) -> bool:
             callers=CONCURRENT, config={**ONE_TOOL_CONFIG, "guardrails": GUARDRAILS}
         ),
     }
-    fake, fake_url = start_fake(pause)
+    fake, fake_url = start_sse_fake("--prose", "--record", "--pause", str(pause))
     try:
         env = {
             "LLM_OFFLINE": "false",
@@ -532,7 +512,7 @@ def measure(*, pause: float, calls: int, calls_concurrent: int) -> bool:
             problems = server.problem_summary()
         written = httpx.get(f"{fake_url}/calls", timeout=30).json()["calls"]
     finally:
-        stop(fake)
+        stop_process(fake)
     goals = report(one, plan, window, pause)
     # The fake's calls in order: the warm-up's, then the sequential ones, one by one.
     report_windows(one, written[2 * WARM_UP : 2 * WARM_UP + len(one.order)], plan)

@@ -42,7 +42,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, Database, arguments, free_port, machine, percentile, prepare, table
+from common import (
+    ROOT,
+    Database,
+    arguments,
+    free_port,
+    machine,
+    percentile,
+    prepare,
+    stop_process,
+    table,
+)
 from retrieval_search import DEPARTMENTS, DIM, DOC_TYPES, YEARS, chunk_text, vocabulary
 
 PARAGRAPHS = 34  # about 20 chunks of CHUNK_TOKENS=256 with CHUNK_OVERLAP=32
@@ -111,7 +121,7 @@ class Redis:
         raise RuntimeError("redis-server did not answer within 10 s")
 
     def stop(self) -> None:
-        stop(self.process)
+        stop_process(self.process)
         self.dir.cleanup()
 
 
@@ -186,7 +196,7 @@ class Worker:
         children = []
         with contextlib.suppress(psutil.NoSuchProcess):
             children = psutil.Process(self.process.pid).children(recursive=True)
-        stop(self.process, timeout=30)  # SIGTERM: a warm shutdown, the pool processes too
+        stop_process(self.process, timeout=30)  # SIGTERM: a warm shutdown, the pool processes too
         for child in children:  # only if one outlived its parent
             with contextlib.suppress(psutil.NoSuchProcess):
                 child.kill()
@@ -219,16 +229,6 @@ def sessions_opened(db: Database) -> int:
             "SELECT sessions FROM pg_stat_database WHERE datname = %s", [db.name]
         ).fetchone()
     return int(row[0]) if row else 0
-
-
-def stop(process: subprocess.Popen[bytes] | None, timeout: float = 10) -> None:
-    if process is not None and process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 # ---------------------------------------------------------------- runs

@@ -19,13 +19,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
@@ -41,6 +38,8 @@ from common import (
     prepare,
     run_counts,
     running,
+    start_sse_fake,
+    stop_process,
 )
 from sse_fake import delta_text, expected_text
 
@@ -141,25 +140,6 @@ async def drive(server: Server, agent_id: str, tokens: list[str], count: int) ->
         )
 
 
-def start_fake() -> tuple[subprocess.Popen[str], str]:
-    script = str(Path(__file__).with_name("sse_fake.py"))
-    command = [sys.executable, script, "--deltas", str(DELTAS), "--pause", str(PAUSE)]
-    fake = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)  # noqa: S603
-    assert fake.stdout is not None
-    port = int(fake.stdout.readline().split()[1])
-    return fake, f"http://127.0.0.1:{port}"
-
-
-def stop(process: subprocess.Popen[str]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 def timeline(streams: list[Stream], sampler: Sampler) -> None:
     start = min(s.started for s in streams)
     answering = sorted(s.first_byte for s in streams if s.first_byte)
@@ -248,7 +228,7 @@ def report(
 
 def measure(db: Database, count: int) -> bool:
     data = bench_data(callers=16)
-    fake, fake_url = start_fake()
+    fake, fake_url = start_sse_fake("--deltas", str(DELTAS), "--pause", str(PAUSE))
     try:
         env = {
             "LLM_OFFLINE": "false",
@@ -279,7 +259,7 @@ def measure(db: Database, count: int) -> bool:
             problems = server.problem_summary()
         stats = httpx.get(f"{fake_url}/stats").json()
     finally:
-        stop(fake)
+        stop_process(fake)
     extra = {"fake": stats, "cpu": used, "wall": wall}
     ok = report(streams, sampler, run_counts(data.agent_id), extra)
     if problems:

@@ -54,6 +54,8 @@ def sse(data: dict[str, Any] | str) -> bytes:
 
 
 class OpenAIHandler(FakeHandler):
+    fake: FakeOpenAI
+
     def answer(self, recorded: Recorded, turn: Turn) -> None:
         if recorded.path.endswith("/embeddings"):
             self.embeddings(recorded.body if isinstance(recorded.body, dict) else {})
