@@ -7,14 +7,13 @@ Retries (429, 5xx, timeouts, lost connections) are the SDK's own, from `max_retr
 from __future__ import annotations
 
 import asyncio
-import os
 import weakref
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import openai
-from django.core.exceptions import ImproperlyConfigured
 
+from agentbuilder.openai_profile import openai_profile
 from agents.llm.base import (
     Finished,
     Message,
@@ -84,7 +83,7 @@ class OpenAIProvider:
 
 
 def _client(request: ModelRequest) -> openai.AsyncOpenAI:
-    base_url, api_key = _setting("OPENAI_BASE_URL"), _setting("OPENAI_API_KEY")
+    base_url, api_key = openai_profile()
     key = (base_url, api_key, request.max_retries, request.timeout)
     clients = _clients.setdefault(asyncio.get_running_loop(), {})
     if key not in clients:
@@ -98,16 +97,6 @@ def _client(request: ModelRequest) -> openai.AsyncOpenAI:
         except openai.OpenAIError as exc:
             raise ProviderError(f"OpenAI client not configured: {exc}") from exc
     return clients[key]
-
-
-def _setting(name: str) -> str | None:
-    from django.conf import settings
-
-    try:
-        value = getattr(settings, name, None)
-    except ImproperlyConfigured:
-        value = None
-    return value or os.environ.get(name) or None
 
 
 def _messages(request: ModelRequest) -> list[ChatCompletionMessageParam]:

@@ -7,11 +7,10 @@ as for the chat provider. Retries (429, 5xx, timeouts, lost connections) are the
 from __future__ import annotations
 
 import functools
-import os
 
 import openai
-from django.core.exceptions import ImproperlyConfigured
 
+from agentbuilder.openai_profile import openai_profile
 from retrieval.embedders.base import EmbeddingError
 
 MODEL = "text-embedding-3-small"
@@ -41,7 +40,7 @@ class OpenAIEmbedder:
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
-        base_url, api_key = _setting("OPENAI_BASE_URL"), _setting("OPENAI_API_KEY")
+        base_url, api_key = openai_profile()
         try:
             client = _client(base_url, api_key, self.max_retries, self.timeout)
         except openai.OpenAIError as exc:
@@ -85,16 +84,6 @@ def _client(
     return openai.OpenAI(
         base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=timeout
     )
-
-
-def _setting(name: str) -> str | None:
-    from django.conf import settings
-
-    try:
-        value = getattr(settings, name, None)
-    except ImproperlyConfigured:
-        value = None
-    return value or os.environ.get(name) or None
 
 
 def _message(exc: openai.OpenAIError, model: str) -> str:
