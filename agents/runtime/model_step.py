@@ -2,19 +2,45 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 
+from agents.configs import BaseAgentConfig
 from agents.llm.base import (
     Finished,
+    Message,
     ModelRequest,
     Provider,
     TextChunk,
     ToolCallChunk,
     ToolCallPart,
+    ToolSpec,
 )
 from agents.runtime.events import TextDelta
 from agents.runtime.spec import Meter
+
+
+def model_request(
+    config: BaseAgentConfig,
+    *,
+    system: str,
+    messages: Iterable[Message],
+    tools: Iterable[ToolSpec] = (),
+    force_tool: str | None = None,
+) -> ModelRequest:
+    """A call to the config's model with its inference settings."""
+    inference = config.inference_config
+    return ModelRequest(
+        model_id=config.llm_model_id,
+        system=system,
+        messages=tuple(messages),
+        tools=tuple(tools),
+        force_tool=force_tool,
+        max_tokens=inference.max_tokens,
+        temperature=inference.temperature,
+        max_retries=inference.max_retries,
+        timeout=inference.timeout,
+    )
 
 
 @dataclass

@@ -20,7 +20,7 @@ from agents.llm.base import (
     ToolSpec,
 )
 from agents.runtime.events import Event, ResponseCompleted, TextDelta
-from agents.runtime.model_step import StepResult, model_step
+from agents.runtime.model_step import StepResult, model_request, model_step
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
 from retrieval.nodes import Node
 
@@ -103,17 +103,12 @@ def _request(
     tools: tuple[ToolSpec, ...] = (),
 ) -> ModelRequest:
     prompt = fill_prompt(config.system_prompt, context_str(nodes) or "(none)", question)
-    inference = config.inference_config
-    return ModelRequest(
-        model_id=config.llm_model_id,
+    return model_request(
+        config,
         system=prompt if system is None else system,
         messages=run_input.messages if messages is None else messages,
         tools=tools,
         force_tool=tools[0].name if tools else None,
-        max_tokens=inference.max_tokens,
-        temperature=inference.temperature,
-        max_retries=inference.max_retries,
-        timeout=inference.timeout,
     )
 
 

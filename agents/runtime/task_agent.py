@@ -14,7 +14,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from agents.configs import TaskAgentConfig
 from agents.llm.base import TASK_INPUTS_HEADER, Message, ModelRequest, ToolSpec
 from agents.runtime.events import Event, ResponseCompleted, TextDelta
-from agents.runtime.model_step import StepResult, model_step
+from agents.runtime.model_step import StepResult, model_request, model_step
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
 from agents.runtime.tools.base import ToolFailure, schema_problems
 
@@ -129,18 +129,8 @@ def _inputs_message(inputs: dict[str, Any]) -> Message:
 def _request(
     config: TaskAgentConfig, prompt: str, messages: list[Message], tools: tuple[ToolSpec, ...] = ()
 ) -> ModelRequest:
-    inference = config.inference_config
-    return ModelRequest(
-        model_id=config.llm_model_id,
-        system=prompt,
-        messages=tuple(messages),
-        tools=tools,
-        force_tool=tools[0].name if tools else None,
-        max_tokens=inference.max_tokens,
-        temperature=inference.temperature,
-        max_retries=inference.max_retries,
-        timeout=inference.timeout,
-    )
+    force = tools[0].name if tools else None
+    return model_request(config, system=prompt, messages=messages, tools=tools, force_tool=force)
 
 
 async def _structured(

@@ -14,7 +14,7 @@ from typing import Any
 from agents.configs import StructuredOutputTool, ToolAgentConfig
 from agents.llm.base import Message, ModelRequest, ToolCallPart
 from agents.runtime.events import Event, ResponseCompleted, ToolCall, ToolResult
-from agents.runtime.model_step import StepResult, model_step
+from agents.runtime.model_step import StepResult, model_request, model_step
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
 from agents.runtime.tools.base import Outcome, Tool, execute, schema_problems
 from agents.runtime.tools.registry import build_tools
@@ -87,17 +87,12 @@ def _request(
     tools: dict[str, Tool],
     force: str | None,
 ) -> ModelRequest:
-    inference = config.inference_config
-    return ModelRequest(
-        model_id=config.llm_model_id,
+    return model_request(
+        config,
         system=config.system_prompt,
-        messages=tuple(messages),
-        tools=tuple(t.spec for t in tools.values()),
+        messages=messages,
+        tools=(t.spec for t in tools.values()),
         force_tool=force,
-        max_tokens=inference.max_tokens,
-        temperature=inference.temperature,
-        max_retries=inference.max_retries,
-        timeout=inference.timeout,
     )
 
 
