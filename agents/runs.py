@@ -57,6 +57,13 @@ class Invocation:
     response_id: str
     spec: AgentSpec
     run_input: RunInput
+    # Which agent and version answered, as callers name them (`calculator@3`).
+    agent_name: str = ""
+    version_number: int = 0
+
+    @property
+    def answered_by(self) -> str:
+        return f"{self.agent_name}@{self.version_number}"
 
 
 def invocation_start(
@@ -124,7 +131,7 @@ def invocation_start(
         _fail(run, "invalid_request", str(exc))
         exc.run_id = run.pk
         raise
-    return Invocation(run.pk, response_id, spec, run_input)
+    return Invocation(run.pk, response_id, spec, run_input, agent.name, version.number)
 
 
 def _with_request_servers(

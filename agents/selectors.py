@@ -64,6 +64,16 @@ def agent_list(
     return _with_current_version(agents).order_by("name", "id")
 
 
+def agent_list_invocable(*, user: Any, environment: Environment) -> QuerySet[Agent]:
+    """Agents of `environment` the caller may INVOKE, by name: the OpenAI base's models."""
+    return (
+        agents_with(user, Action.INVOKE)
+        .filter(environment=environment)
+        .select_related("environment")
+        .order_by("name", "id")
+    )
+
+
 def agent_get(
     *, user: Any, environment: Environment, agent_id: uuid.UUID, action: Action = Action.READ
 ) -> Agent:

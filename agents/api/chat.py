@@ -102,19 +102,26 @@ class _JsonAnswers(BaseContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
-class _ChatCompletionsBase(AsyncAPIView, ApiView):
+class OpenAIAnswers:
+    """A view that answers as OpenAI does: JSON whatever `Accept` says, OpenAI's errors."""
+
     content_negotiation_class = _JsonAnswers
-    route = "/chat/completions"
     not_found_code = "not_found"
 
     def get_exception_handler(self) -> Any:
         return openai_exception_handler
 
+
+class _ChatCompletionsBase(OpenAIAnswers, AsyncAPIView, ApiView):
+    route = "/chat/completions"
+
     async def complete(self, agent_id: uuid.UUID | None, version_ref: str) -> Any:
         body, invocation = await in_db(self._start)(agent_id, version_ref)
         if body.stream:
             encoder = ChunkEncoder(
-                include_usage=body.include_usage, answer_tools=_answer_tools(invocation)
+                include_usage=body.include_usage,
+                answer_tools=_answer_tools(invocation),
+                answered_by=invocation.answered_by,
             )
             return _event_stream(invocation, encoder)
         return await _completion(invocation)
@@ -189,7 +196,7 @@ async def _completion(invocation: Invocation) -> Response:
         status = CHAT_FAILURE_STATUS.get(last.code, 502)
         kind = ERROR_TYPES.get(status, "server_error")
         return Response(error_body(last.message, kind, last.code), status=status, headers=headers)
-    return Response(completion_body(events), headers=headers)
+    return Response(completion_body(events, answered_by=invocation.answered_by), headers=headers)
 
 
 async def _next(events: AsyncIterator[Event]) -> Event:

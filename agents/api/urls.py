@@ -1,6 +1,6 @@
 from django.urls import path
 
-from agents.api import chat, documents, invoke, mcp, process, respond, views
+from agents.api import chat, documents, invoke, mcp, openai_base, process, respond, views
 
 VERSION = "agents/<str:agentId>/versions/<str:versionId>"
 
@@ -36,6 +36,18 @@ urlpatterns = [
     ),
     path(
         "chat/completions", chat.ModelChatCompletionsView.as_view(), name="model-chat-completions"
+    ),
+    # The OpenAI-compatible base: `OpenAI(base_url=".../v1/openai")` works unmodified.
+    path("openai/models", openai_base.OpenAIModelListView.as_view(), name="openai-models"),
+    path(
+        "openai/models/<str:model>",
+        openai_base.OpenAIModelDetailView.as_view(),
+        name="openai-model",
+    ),
+    path(
+        "openai/chat/completions",
+        openai_base.OpenAIChatCompletionsView.as_view(),
+        name="openai-chat-completions",
     ),
     path(f"{VERSION}/process", process.ProcessView.as_view(), name="process"),
     path(f"{VERSION}/respond", respond.RespondView.as_view(), name="respond"),

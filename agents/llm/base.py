@@ -51,10 +51,22 @@ class PartialToolCall:
 
 
 @dataclass(frozen=True)
+class Attachment:
+    """An image or a document a user sent with a message, as bytes with their media type."""
+
+    kind: Literal["image", "document"]
+    media_type: str  # "image/png", "application/pdf", ...
+    data: bytes
+    name: str = ""  # a document's name; Bedrock requires one
+
+
+@dataclass(frozen=True)
 class Message:
     role: Role
     text: str = ""
     tool_calls: tuple[ToolCallPart, ...] = ()
+    # role "user": images and documents sent with the text, in the order they came
+    attachments: tuple[Attachment, ...] = ()
     # role "tool": which call this answers, and whether the tool failed
     tool_call_id: str | None = None
     name: str | None = None

@@ -20,6 +20,9 @@ the inference settings and the tools. `temperature`, `top_p`, `max_tokens`, `sto
 request that brings its own `tools`, or asks for more than one choice (`n`), is refused.
 `model` names the agent on `POST /v1/chat/completions` and is ignored on the per-agent route.
 
+`model` in the answer names the agent and version that answered (`calculator@3`), as the
+request named it; `llm_model` is the model that served it (the offline model says so).
+
 Two extensions: a final answer with custom outputs (RAG sources, a guardrail's block) carries
 them as `custom_outputs` on the completion object and on the stream's "stop" chunk.
 """
@@ -274,8 +277,9 @@ def _final_text(done: ResponseCompleted, deltas: list[str]) -> str:
     return "".join(deltas) or done.text
 
 
-def completion_body(events: list[Event]) -> dict[str, Any]:
-    """The non-streaming answer: the final assistant reply of a completed run."""
+def completion_body(events: list[Event], *, answered_by: str = "") -> dict[str, Any]:
+    """The non-streaming answer: the final assistant reply of a completed run.
+    `answered_by` (`name@version`) is its `model`; without it, the model that served it."""
     created = events[0]
     done = events[-1]
     assert isinstance(created, ResponseCreated)
@@ -290,7 +294,8 @@ def completion_body(events: list[Event]) -> dict[str, Any]:
         "id": completion_id(created.response_id),
         "object": "chat.completion",
         "created": created.created_at,
-        "model": created.model,
+        "model": answered_by or created.model,
+        "llm_model": created.model,
         "choices": [
             {
                 "index": 0,
@@ -330,8 +335,15 @@ class ChunkEncoder:
     reply's content) or a retry (then the call and its error result are sent as usual).
     """
 
-    def __init__(self, *, include_usage: bool, answer_tools: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        *,
+        include_usage: bool,
+        answer_tools: frozenset[str] = frozenset(),
+        answered_by: str = "",
+    ):
         self.include_usage = include_usage
+        self.answered_by = answered_by
         self.answer_tools = answer_tools
         self.head: dict[str, Any] = {}
         self.base_id = ""
@@ -381,7 +393,8 @@ class ChunkEncoder:
             self.head = {
                 "object": "chat.completion.chunk",
                 "created": event.created_at,
-                "model": event.model,
+                "model": self.answered_by or event.model,
+                "llm_model": event.model,
                 "system_fingerprint": None,
             }
             return []

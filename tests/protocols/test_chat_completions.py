@@ -204,7 +204,9 @@ def test_non_streaming_answer_is_a_chat_completion(
     assert completion.object == "chat.completion"
     assert completion.id.startswith("chatcmpl-")
     assert before <= completion.created <= int(time.time())
-    assert completion.model == LOCAL_MODEL
+    # `model` names the agent and version that answered; `llm_model` the model behind it.
+    assert completion.model == "Calculator@1"
+    assert completion.llm_model == LOCAL_MODEL  # type: ignore[attr-defined]
     [choice] = completion.choices
     assert choice.finish_reason == "stop"
     assert choice.message.role == "assistant"
@@ -293,7 +295,8 @@ def test_the_stream_on_the_wire_and_as_the_documents_get_messages_rebuilds_it(
     assert [c["id"] for c in listed] == sorted((c["id"] for c in listed), key=ids.index)
     for chunk in listed:
         assert chunk["object"] == "chat.completion.chunk"
-        assert chunk["model"] == LOCAL_MODEL
+        assert chunk["model"] == "Calculator@1"
+        assert chunk["llm_model"] == LOCAL_MODEL
         assert "usage" not in chunk  # only with stream_options.include_usage
     first_of = {c["id"]: c["choices"][0]["delta"] for c in reversed(listed)}
     assert [first_of[i]["role"] for i in ids] == ["assistant", "tool", "assistant"]
@@ -554,7 +557,7 @@ def test_parallel_tool_calls_stream_with_indexes_0_and_1(
         (second["id"], "8"),
     ]
     assert rebuilt[3]["content"] == "3 x 5 is 15 and 2 x 4 is 8."
-    assert {c.model for c in listed} == {MODELS["openai"]}
+    assert {c.llm_model for c in listed} == {MODELS["openai"]}  # type: ignore[attr-defined]
     # The model got both results back, under the ids it gave.
     assert openai_backend.tool_results(1) == {first["id"]: "15", second["id"]: "8"}
 

@@ -1,0 +1,100 @@
+"""The OpenAI-compatible base, `/v1/openai` (SPEC section 7): what the OpenAI SDKs call
+with `base_url=".../v1/openai"`.
+
+`GET models` lists the agents the caller may invoke as OpenAI models (an agent's name is
+the `model` of a chat completion), `GET models/{model}` is one of them, and
+`POST chat/completions` is `/v1/chat/completions`. Every error is OpenAI's error body.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from adrf.views import APIView as AsyncAPIView
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from pydantic import BaseModel
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agentbuilder.api.views import ApiView, render
+from agentbuilder.db import in_db
+from agentbuilder.errors import NotFound
+from agents import selectors
+from agents.api.chat import SUCCESS, ModelChatCompletionsView, OpenAIAnswers
+from agents.api.views import ENVIRONMENT
+from agents.models import Agent
+from agents.protocols.chat_completions import ChatCompletionRequest
+
+
+class OpenAIModel(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str
+
+    @classmethod
+    def of(cls, agent: Agent) -> OpenAIModel:
+        return cls(
+            id=agent.name,
+            created=int(agent.created_at.timestamp()),
+            owned_by=agent.environment.name,
+        )
+
+
+class OpenAIModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[OpenAIModel]
+
+
+class OpenAIModelListView(OpenAIAnswers, AsyncAPIView, ApiView):
+    @extend_schema(
+        operation_id="openai_models_list",
+        parameters=[ENVIRONMENT],
+        responses={200: OpenAIModelList},
+        tags=["openai"],
+        summary="The agents the caller may invoke, as OpenAI models",
+    )
+    async def get(self, request: Request) -> Response:
+        return await in_db(self._list)()
+
+    def _list(self) -> Response:
+        agents = selectors.agent_list_invocable(
+            user=self.request.user, environment=self.environment
+        )
+        return render(OpenAIModelList(data=[OpenAIModel.of(a) for a in agents]))
+
+
+class OpenAIModelDetailView(OpenAIAnswers, AsyncAPIView, ApiView):
+    not_found_code = "model_not_found"
+
+    @extend_schema(
+        operation_id="openai_models_get",
+        parameters=[OpenApiParameter("model", str, OpenApiParameter.PATH), ENVIRONMENT],
+        responses={200: OpenAIModel},
+        tags=["openai"],
+        summary="One agent the caller may invoke, as an OpenAI model",
+    )
+    async def get(self, request: Request, model: str) -> Response:
+        return await in_db(self._get)(model)
+
+    def _get(self, model: str) -> Response:
+        agents = selectors.agent_list_invocable(
+            user=self.request.user, environment=self.environment
+        )
+        agent = agents.filter(name__iexact=model).first()
+        if agent is None:
+            raise NotFound(f"The model '{model}' does not exist or you do not have access to it.")
+        return render(OpenAIModel.of(agent))
+
+
+class OpenAIChatCompletionsView(ModelChatCompletionsView):
+    @extend_schema(
+        operation_id="openai_chat_completions",
+        parameters=[ENVIRONMENT],
+        request=ChatCompletionRequest,
+        responses={200: SUCCESS},
+        tags=["openai"],
+        summary="OpenAI chat completions with the agent that `model` names",
+    )
+    async def post(self, request: Request) -> Any:
+        return await super().post(request)

@@ -1,0 +1,117 @@
+"""The OpenAI-compatible base `/v1/openai` (SPEC section 7): the official `openai` SDK,
+unmodified, with `base_url=".../v1/openai"`, against a live uvicorn."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+from django.core.asgi import get_asgi_application
+from openai import OpenAI
+
+from agents.examples import CALCULATOR
+from agents.llm.local import MODEL_ID as LOCAL_MODEL
+from agents.models import Agent, Run
+from agents.permissions import Action, grant
+from agents.tokens import token_encode
+from tests.factories import CONFIGS, UserFactory
+from tests.live import live_app, restore_serialized_rows
+
+LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+ASK = [{"role": "user", "content": "What is 3 x 5?"}]
+
+
+@pytest.fixture(scope="module")
+def reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
+    yield
+    restore_serialized_rows(django_db_blocker)
+
+
+@pytest.fixture(scope="module")
+def port(reseed_after_module: None) -> Iterator[int]:
+    with live_app(get_asgi_application()) as served:
+        yield served.port
+
+
+def sdk(port: int, user: Any, environment: Any = None) -> OpenAI:
+    token = token_encode(
+        user_id=user.pk, environment_id=str(environment.pk) if environment else None
+    )
+    return OpenAI(
+        base_url=f"http://127.0.0.1:{port}/v1/openai", api_key=token[0], max_retries=0, timeout=20
+    )
+
+
+@pytest.fixture
+def calculator(make_agent: Any) -> Agent:
+    return make_agent("Calculator", "tool", config=CALCULATOR["config"])
+
+
+@LIVE
+def test_models_list_is_the_agents_the_caller_may_invoke(
+    port: int, owner: Any, calculator: Agent, make_agent: Any, other_env: Any
+) -> None:
+    greeter = make_agent("greeter", "task", config=CONFIGS["task"])
+    make_agent("elsewhere", environment=other_env)  # another environment: never listed
+    reader = UserFactory(username="reader")
+    grant(reader, Action.READ, calculator)  # READ alone does not make a model
+    invoker = UserFactory(username="invoker")
+    grant(invoker, Action.READ, greeter)
+    grant(invoker, Action.INVOKE, greeter)
+
+    listed = sdk(port, owner).models.list()
+
+    assert [m.id for m in listed.data] == ["Calculator", "greeter"]
+    for model in listed.data:
+        assert model.object == "model"
+        assert model.owned_by == "default"
+    assert listed.data[0].created == int(calculator.created_at.timestamp())
+    assert [m.id for m in sdk(port, invoker).models.list().data] == ["greeter"]
+    assert sdk(port, reader).models.list().data == []
+
+
+@LIVE
+def test_a_model_is_retrieved_by_name_and_an_unknown_one_is_openais_404(
+    port: int, owner: Any, calculator: Agent
+) -> None:
+    client = sdk(port, owner)
+
+    assert client.models.retrieve("calculator").id == "Calculator"
+    with pytest.raises(openai.NotFoundError) as missing:
+        client.models.retrieve("calculatr")
+    assert missing.value.code == "model_not_found"
+    assert missing.value.type == "invalid_request_error"
+
+
+@LIVE
+def test_a_chat_completion_through_the_base_names_the_agent_that_answered(
+    port: int, owner: Any, calculator: Agent
+) -> None:
+    client = sdk(port, owner)
+    model = client.models.list().data[0].id
+
+    raw = client.chat.completions.with_raw_response.create(model=model, messages=ASK)
+    completion = raw.parse()
+
+    assert completion.model == "Calculator@1"
+    assert completion.llm_model == LOCAL_MODEL  # type: ignore[attr-defined]
+    assert "15" in (completion.choices[0].message.content or "")
+    run = Run.objects.get(pk=raw.headers["x-run-id"])
+    assert (run.agent_id, run.protocol) == (calculator.pk, "chat.completions")
+
+    chunks = list(client.chat.completions.create(model="calculator@1", messages=ASK, stream=True))
+    assert {c.model for c in chunks} == {"Calculator@1"}
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert "15" in text
+
+
+@LIVE
+def test_a_bad_token_is_openais_authentication_error(port: int, owner: Any) -> None:
+    client = OpenAI(
+        base_url=f"http://127.0.0.1:{port}/v1/openai", api_key="nope", max_retries=0, timeout=20
+    )
+    with pytest.raises(openai.AuthenticationError) as refused:
+        client.models.list()
+    assert refused.value.code == "invalid_api_key"
