@@ -18,27 +18,65 @@ def secret(name: str, default: str | None = None) -> str | None:
     """A secret from NAME, or from the file that NAME_FILE points at (Docker/K8s secrets)."""
     path = env.str(f"{name}_FILE", default="")
     if path:
-        return Path(path).read_text().strip()
+        try:
+            return Path(path).read_text().strip()
+        except OSError as exc:
+            raise ImproperlyConfigured(f"{name}_FILE={path} cannot be read: {exc}") from None
     return env.str(name, default=default)
+
+
+key_hint = 'Make one with: python -c "import secrets; print(secrets.token_urlsafe(50))"'
+
+
+def signing_key(name: str, *, debug: bool) -> str | None:
+    """A key from NAME or NAME_FILE; outside DEBUG one too short to be unguessable fails."""
+    key = secret(name)
+    # 32 characters: PyJWT's minimum for HS256, and longer than placeholders (`change-me`).
+    if key and not debug and len(key) < 32:
+        raise ImproperlyConfigured(
+            f"{name} has {len(key)} characters; a key needs at least 32. {key_hint}"
+        )
+    return key
 
 
 # ---------------------------------------------------------------- core
 
 DEBUG = env.bool("DEBUG", default=False)
-SECRET_KEY = secret("SECRET_KEY")
+# What the embedded set-up keeps: the database, the dev signing key, collected static files.
+VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
+SECRET_KEY = signing_key("SECRET_KEY", debug=DEBUG)
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
-            "SECRET_KEY (or SECRET_KEY_FILE) must be set when DEBUG is off. "
-            "For local development run `make run`, which sets DEBUG=true."
+            "SECRET_KEY (or SECRET_KEY_FILE) must be set when DEBUG is off (for local "
+            f"development run `make run`, which sets DEBUG=true). {key_hint}"
         )
-    SECRET_KEY = "dev-only-insecure-key-never-use-in-production"  # noqa: S105
+    from agentbuilder.dev_secret_key import dev_secret_key
+
+    SECRET_KEY = dev_secret_key(VAR_DIR / "secret_key")
 
 ALLOWED_HOSTS = env.list(
     "ALLOWED_HOSTS",
     default=["localhost", "127.0.0.1", "[::1]", "testserver"] if DEBUG else [],
 )
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# ---------------------------------------------------------------- HTTPS
+
+# A deployment is served over TLS, usually ended by a proxy in front of it: outside DEBUG,
+# session and CSRF cookies travel over HTTPS only. Redirecting http:// and sending HSTS is
+# the proxy's job unless these ask Django to do it; HSTS stays off until asked for because
+# browsers remember it.
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+# The header (X-Forwarded-Proto) by which the proxy says a request came over https. Trusted
+# only when named: set it only if every request passes that proxy, which overwrites it.
+if proxy_ssl_header := env.str("SECURE_PROXY_SSL_HEADER", default=""):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + proxy_ssl_header.upper().replace("-", "_"), "https")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -89,8 +127,6 @@ TEMPLATES = [
 
 # ---------------------------------------------------------------- database
 
-VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
-
 if env.str("DATABASE_URL", default=""):
     DATABASES = {"default": env.db("DATABASE_URL")}
 else:
@@ -120,13 +156,14 @@ AUTHENTICATION_BACKENDS = [
 GUARDIAN_RAISE_403 = False
 ANONYMOUS_USER_NAME = None  # no anonymous user row: every API call is authenticated
 
-JWT_SIGNING_KEY = secret("JWT_SIGNING_KEY") or SECRET_KEY
+JWT_SIGNING_KEY = signing_key("JWT_SIGNING_KEY", debug=DEBUG) or SECRET_KEY
 JWT_LIFETIME = timedelta(seconds=env.int("JWT_LIFETIME_SECONDS", default=3600))
 JWT_ISSUER = "agentbuilder"
 
-# Only the dev set-up (`make run`) creates this superuser.
+# Only the dev set-up (`make run`) creates this superuser. Outside DEBUG there is no default
+# password: run there, devsetup would make a superuser who cannot log in, not admin/admin.
 ADMIN_USERNAME = env.str("ADMIN_USERNAME", default="admin")
-ADMIN_PASSWORD = secret("ADMIN_PASSWORD", default="admin")
+ADMIN_PASSWORD = secret("ADMIN_PASSWORD", default="admin" if DEBUG else None)
 
 # ---------------------------------------------------------------- API
 
@@ -190,8 +227,12 @@ LLM_OFFLINE = env.bool("LLM_OFFLINE", default=False)
 
 # Header values of registered MCP servers (API keys, tokens) are stored encrypted with a key
 # derived from this; earlier keys in the fallbacks still decrypt, so the key can be rotated.
-MCP_SECRETS_KEY = secret("MCP_SECRETS_KEY") or SECRET_KEY
-MCP_SECRETS_KEY_FALLBACKS = env.list("MCP_SECRETS_KEY_FALLBACKS", default=[])
+MCP_SECRETS_KEY = signing_key("MCP_SECRETS_KEY", debug=DEBUG) or SECRET_KEY
+MCP_SECRETS_KEY_FALLBACKS = [
+    key.strip()
+    for key in (secret("MCP_SECRETS_KEY_FALLBACKS") or "").replace("\n", ",").split(",")
+    if key.strip()
+]
 # Off: agents and requests may only use servers registered under /v1/mcp-servers.
 MCP_ALLOW_UNREGISTERED_URLS = env.bool("MCP_ALLOW_UNREGISTERED_URLS", default=False)
 # Server-side request forgery guard: an MCP URL whose host resolves to a loopback, private,
