@@ -109,6 +109,7 @@ def invocation_start(
             raise DomainError(f"Agent type {agent.agent_type} not supported in {route} endpoints.")
         _check_guardrails(guardrails, environment)
         spec = agent_spec(agent=agent, version=version)
+        _check_attachments(spec.config.llm_model_id, messages)
         if max_iterations is not None and isinstance(spec.config, ToolAgentConfig):
             # A protocol's own limit (chat completions' iteration_limit) wins for this call.
             config = spec.config.model_copy(update={"max_iterations": max_iterations})
@@ -141,6 +142,21 @@ def _with_request_servers(
         raise Invalid.at(requests[0].loc[:-1], "only tool agents can use MCP servers")
     extra = request_server_specs(environment=environment, requests=requests)
     return dataclasses.replace(spec, mcp_servers=(*spec.mcp_servers, *extra))
+
+
+def _check_attachments(model_id: str, messages: tuple[Message, ...]) -> None:
+    """Refuse, naming the part, an image or document the model cannot read: the catalog's
+    `images` and `documents` capabilities say which can."""
+    sent = [a for m in messages for a in m.attachments]
+    if not sent:
+        return
+    served_by = LOCAL_MODEL if settings.LLM_OFFLINE else model_id
+    reads = LLMModel.objects.filter(pk=served_by).values_list("capabilities", flat=True).first()
+    for attachment in sent:
+        if f"{attachment.kind}s" not in (reads or ()):
+            raise Invalid.at(
+                attachment.loc, f"the model '{served_by}' cannot read {attachment.kind}s"
+            )
 
 
 def _check_guardrails(names: tuple[str, ...], environment: Environment) -> None:
@@ -271,6 +287,12 @@ MESSAGE_ROLES = ("user", "assistant", "tool")
 def _message_json(message: Message) -> dict[str, Any]:
     """A message as run records keep it: OpenAI's shape, which every protocol maps to."""
     data: dict[str, Any] = {"role": message.role, "content": message.text}
+    if message.attachments:
+        # What was sent, not the bytes: a run record stays small and readable.
+        data["attachments"] = [
+            {"type": a.kind, "mediaType": a.media_type, "name": a.name, "bytes": len(a.data)}
+            for a in message.attachments
+        ]
     if message.tool_calls:
         data["tool_calls"] = [
             {

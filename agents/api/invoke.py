@@ -20,9 +20,11 @@ from rest_framework.response import Response
 
 from agentbuilder.api.views import ApiView
 from agentbuilder.db import in_db
+from agentbuilder.errors import Invalid
 from agentbuilder.wire import CamelModel
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
-from agents.llm.base import Message
+from agents.llm.base import Attachment, Message
+from agents.protocols.attachments import from_base64
 from agents.protocols.native import NdjsonEncoder, response_body
 from agents.rag import OVERRIDES as RAG_OVERRIDES
 from agents.runs import CHAT_TYPES, TASK_TYPES, Invocation, RunRecorder, invocation_start
@@ -37,10 +39,16 @@ class TextPart(CamelModel):
     text: str
 
 
+class Base64Source(CamelModel):
+    type: Literal["base64"]
+    media_type: str = Field(max_length=200, description="`image/png`, `application/pdf`, …")
+    data: str = Field(description="The bytes, base64-encoded.")
+
+
 class SourcePart(CamelModel):
     type: Literal["image", "document"]
-    name: str | None = None
-    source: dict[str, Any]
+    name: str | None = Field(None, max_length=200)
+    source: Base64Source
 
 
 class InputMessage(CamelModel):
@@ -51,6 +59,15 @@ class InputMessage(CamelModel):
         if isinstance(self.content, str):
             return self.content
         return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
+
+    def attachments(self, at: tuple[str | int, ...]) -> tuple[Attachment, ...]:
+        if isinstance(self.content, str):
+            return ()
+        return tuple(
+            from_base64(p.type, p.source.media_type, p.source.data, (*at, j), name=p.name or "")
+            for j, p in enumerate(self.content)
+            if isinstance(p, SourcePart)
+        )
 
 
 class InvokeRequest(CamelModel):
@@ -122,9 +139,16 @@ FAILURE_STATUS = {"provider_timeout": 504, "invalid_request": 400}
 def _messages(body: InvokeRequest) -> tuple[Message, ...]:
     # A request's system messages travel as user text: the agent's own system prompt is
     # its author's, and input guardrails check what the caller wrote, system role or not.
-    return tuple(
-        Message("assistant" if m.role == "assistant" else "user", m.text()) for m in body.messages
-    )
+    messages = []
+    for i, m in enumerate(body.messages):
+        at = ("body", "messages", i, "content")
+        if m.role == "assistant":
+            if m.attachments(at):
+                raise Invalid.at(at, "only user and system messages may carry images or documents")
+            messages.append(Message("assistant", m.text()))
+        else:
+            messages.append(Message("user", m.text(), attachments=m.attachments(at)))
+    return tuple(messages)
 
 
 class _InvokeBase(AsyncAPIView, ApiView):

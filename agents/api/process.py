@@ -38,6 +38,7 @@ from agents.protocols.agent_protocol import (
     sse,
     whole_answer,
 )
+from agents.protocols.attachments import from_url
 from agents.runs import CHAT_TYPES, Invocation, invocation_start
 from agents.runtime.events import ResponseFailed
 
@@ -76,24 +77,25 @@ def runtime_messages(body: AgentRequest) -> tuple[RuntimeMessage, ...]:
             problems.append(ErrorItem((*at, "role"), "Field required", "missing"))
             continue
         texts = []
+        images = []
         for j, part in enumerate(message.content or ()):
             if isinstance(part, TextContent):
                 texts.append(part.text or "")
             elif isinstance(part, DataContent):
                 texts.append(json.dumps(part.data, ensure_ascii=False))
             elif isinstance(part, ImageContent):
-                problems.append(
-                    ErrorItem(
-                        (*at, "content", j, "type"),
-                        "image content is not supported: the agents' models read text",
-                    )
-                )
+                try:
+                    images.append(from_url("image", part.image_url or "", (*at, "content", j)))
+                except Invalid as exc:
+                    problems.extend(exc.errors)
         if not message.content:
             problems.append(ErrorItem((*at, "content"), "a message needs at least one part"))
         role: Literal["assistant", "user"] = (
             "assistant" if message.role == Role.ASSISTANT else "user"
         )
-        messages.append(RuntimeMessage(role, "\n".join(texts)))
+        if images and role == "assistant":
+            problems.append(ErrorItem((*at, "content"), "only user messages may carry images"))
+        messages.append(RuntimeMessage(role, "\n".join(texts), attachments=tuple(images)))
     if problems:
         raise Invalid(problems)
     return tuple(messages)

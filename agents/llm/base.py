@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 Role = Literal["user", "assistant", "tool"]
+# What a model call is for: a turn of a conversation, the answer of a RAG agent from its
+# passages, the rewrite of a question as a search query, the check of an answer against
+# its passages, or a task agent's answer to its rendered prompt.
+Purpose = Literal["chat", "rag_answer", "query_rewrite", "grounding_check", "task"]
 
 # Task agents send their inputs as a user message that starts with this header.
 TASK_INPUTS_HEADER = "Inputs:"
@@ -58,6 +62,8 @@ class Attachment:
     media_type: str  # "image/png", "application/pdf", ...
     data: bytes
     name: str = ""  # a document's name; Bedrock requires one
+    # Where the request carried it (["body", "messages", 0, "content", 1]): errors name it.
+    loc: tuple[str | int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,11 @@ class ModelRequest:
     temperature: float = 0.0
     max_retries: int = 10
     timeout: float = 3600.0
+    # What the runtime asks for, and for a grounded answer the passages it must come from.
+    # Network providers send neither: the prompt already says it and shows the passages.
+    # The offline model, which cannot read a prompt, goes by them.
+    purpose: Purpose = "chat"
+    context: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

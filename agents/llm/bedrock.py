@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
@@ -26,6 +27,7 @@ from botocore.exceptions import (
 
 from agentbuilder import aws
 from agents.llm.base import (
+    Attachment,
     Finished,
     Message,
     ModelRequest,
@@ -130,10 +132,47 @@ def _converse_message(message: Message) -> tuple[str, list[dict[str, Any]]]:
             result["status"] = "error"
         return "user", [{"toolResult": result}]
     content: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
+    content.extend(_attachment_block(a, n) for n, a in enumerate(message.attachments, 1))
     for call in message.tool_calls:
         tool_use = {"toolUseId": call.call_id, "name": call.name, "input": _input(call)}
         content.append({"toolUse": tool_use})
     return message.role, content
+
+
+# Converse names formats by extension; these are the media types it reads.
+IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
+DOCUMENT_FORMATS = {
+    "application/pdf": "pdf",
+    "text/csv": "csv",
+    "text/plain": "txt",
+    "text/markdown": "md",
+    "text/html": "html",
+    "application/msword": "doc",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.ms-excel": "xls",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+}
+
+
+def _attachment_block(attachment: Attachment, number: int) -> dict[str, Any]:
+    if attachment.kind == "image":
+        image = {"format": IMAGE_FORMATS[attachment.media_type]}
+        return {"image": {**image, "source": {"bytes": attachment.data}}}
+    return {
+        "document": {
+            "format": DOCUMENT_FORMATS[attachment.media_type],
+            "name": _document_name(attachment.name, number),
+            "source": {"bytes": attachment.data},
+        }
+    }
+
+
+def _document_name(name: str, number: int) -> str:
+    # Converse allows letters, digits, single spaces, hyphens, parentheses and brackets
+    # in a document's name, and each name of a request once: the number keeps them apart.
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    clean = " ".join(re.sub(r"[^A-Za-z0-9\-()\[\] ]", " ", stem).split())[:80]
+    return f"{clean} ({number})" if clean else f"document {number}"
 
 
 def _input(call: ToolCallPart) -> dict[str, Any]:

@@ -7,6 +7,7 @@ Retries (429, 5xx, timeouts, lost connections) are the SDK's own, from `max_retr
 from __future__ import annotations
 
 import asyncio
+import base64
 import weakref
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -125,7 +126,19 @@ def _message(message: Message) -> dict[str, Any]:
                 for call in message.tool_calls
             ],
         }
+    if message.attachments:
+        return {"role": message.role, "content": _parts(message)}
     return {"role": message.role, "content": message.text}
+
+
+def _parts(message: Message) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
+    for attachment in message.attachments:
+        data = base64.b64encode(attachment.data).decode()
+        url = f"data:{attachment.media_type};base64,{data}"
+        # The catalog lets only images reach this provider (agents.runs checks it).
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts
 
 
 def _tool(spec: ToolSpec) -> ChatCompletionToolParam:

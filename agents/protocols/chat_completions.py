@@ -36,7 +36,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentbuilder.errors import ErrorItem, Invalid
-from agents.llm.base import Message, ToolCallPart, Usage
+from agents.llm.base import Attachment, Message, ToolCallPart, Usage
+from agents.protocols.attachments import from_url
 from agents.runtime.events import (
     Event,
     ResponseCompleted,
@@ -73,7 +74,30 @@ class RefusalPart(_Lenient):
     refusal: str
 
 
-Content = str | list[Annotated[TextPart | RefusalPart, Field(discriminator="type")]]
+class ImageUrl(_Lenient):
+    url: str = Field(description="A base64 `data:` URL; the server does not fetch URLs.")
+    detail: str | None = None
+
+
+class ImageUrlPart(_Lenient):
+    type: Literal["image_url"]
+    image_url: ImageUrl
+
+
+class FileData(_Lenient):
+    file_data: str = Field(description="A base64 `data:` URL.")
+    filename: str | None = Field(None, max_length=200)
+
+
+class FilePart(_Lenient):
+    type: Literal["file"]
+    file: FileData
+
+
+Content = (
+    str
+    | list[Annotated[TextPart | RefusalPart | ImageUrlPart | FilePart, Field(discriminator="type")]]
+)
 
 
 class FunctionCall(_Lenient):
@@ -100,6 +124,21 @@ class ChatMessage(_Lenient):
         if isinstance(self.content, str):
             return self.content
         return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
+
+    def attachments(self, at: tuple[str | int, ...]) -> tuple[Attachment, ...]:
+        """The message's images and documents; raises Invalid naming a malformed part."""
+        if not isinstance(self.content, list):
+            return ()
+        found = []
+        for j, part in enumerate(self.content):
+            if isinstance(part, ImageUrlPart):
+                found.append(from_url("image", part.image_url.url, (*at, j, "image_url", "url")))
+            elif isinstance(part, FilePart):
+                loc = (*at, j, "file", "file_data")
+                found.append(
+                    from_url("document", part.file.file_data, loc, name=part.file.filename or "")
+                )
+        return tuple(found)
 
     def problem(self) -> tuple[str, str] | None:
         """The field this message lacks or should not have, and why."""
@@ -200,6 +239,10 @@ class ChatCompletionRequest(_Lenient):
             )
 
         for index, message in enumerate(self.messages):
+            at = ("body", "messages", index, "content")
+            found = message.attachments(at)
+            if found and message.role in ("assistant", "tool"):
+                raise Invalid.at(at, "only user and system messages may carry images or files")
             if message.role == "tool":
                 call = waiting.pop(message.tool_call_id or "", None)
                 if call is None:
@@ -226,7 +269,7 @@ class ChatCompletionRequest(_Lenient):
                 waiting = {c.call_id: (index, n, c.name) for n, c in enumerate(calls)}
                 out.append(Message("assistant", message.text(), calls))
             else:
-                out.append(Message("user", message.text()))
+                out.append(Message("user", message.text(), attachments=found))
         if waiting:
             raise unanswered()
         return tuple(out)
