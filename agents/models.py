@@ -13,14 +13,24 @@ from agentbuilder.fields import OrderedJSONField
 
 NAME_PATTERN = r"^[A-Za-z0-9._-]{1,100}$"
 
-# READ, CREATE, EDIT, INVOKE, DELETE on agents. Environments carry the same codenames so a
-# grant on an environment (guardian keys permissions by content type) covers its agents.
+# READ, CREATE, EDIT, INVOKE, DELETE and AUDIT on agents. Environments carry the same
+# codenames so a grant on an environment (guardian keys permissions by content type) covers
+# its agents. The names lead with the API's word, so the admin shows READ, not only "view".
 AGENT_SCOPE_PERMISSIONS: list[tuple[str, str | Any]] = [
     ("view_agent", "READ agents in this environment"),
     ("add_agent", "CREATE agents in this environment"),
     ("change_agent", "EDIT agents in this environment"),
     ("invoke_agent", "INVOKE agents in this environment"),
     ("delete_agent", "DELETE agents in this environment"),
+    ("audit_agent", "AUDIT: read every caller's runs of agents in this environment"),
+]
+AGENT_PERMISSIONS: list[tuple[str, str | Any]] = [
+    ("view_agent", "READ: Can view agent"),
+    ("add_agent", "CREATE: Can add agent"),
+    ("change_agent", "EDIT: Can change agent"),
+    ("invoke_agent", "INVOKE: Can invoke agent"),
+    ("delete_agent", "DELETE: Can delete agent"),
+    ("audit_agent", "AUDIT: Can read every caller's runs of agent"),
 ]
 
 
@@ -71,7 +81,9 @@ class Agent(models.Model):
 
     class Meta:
         ordering = ["name"]
-        permissions = [("invoke_agent", "Can invoke agent")]
+        # Declared, not Django's defaults, so that their names carry the API's words.
+        default_permissions = ()
+        permissions = AGENT_PERMISSIONS
         constraints = [
             models.UniqueConstraint(
                 Lower("name"),
