@@ -163,7 +163,7 @@ JWT_ISSUER = "agentbuilder"
 # Only the dev set-up (`make run`) creates this superuser. Outside DEBUG there is no default
 # password: run there, devsetup would make a superuser who cannot log in, not admin/admin.
 ADMIN_USERNAME = env.str("ADMIN_USERNAME", default="admin")
-ADMIN_PASSWORD = secret("ADMIN_PASSWORD", default="admin" if DEBUG else None)
+ADMIN_PASSWORD = secret("ADMIN_PASSWORD") or ("admin" if DEBUG else None)
 
 # ---------------------------------------------------------------- API
 
