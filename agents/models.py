@@ -216,6 +216,9 @@ class Run(models.Model):
     messages = models.JSONField(default=list, blank=True)
     output = models.JSONField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True)
+    # While in progress: the process running it renews this lease; once it has run out,
+    # that process is gone and any other marks the run `failed` (`interrupted`).
+    lease_until = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-started_at"]
