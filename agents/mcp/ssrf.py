@@ -99,22 +99,75 @@ def _check_addresses(host: str, addresses: Iterable[str | int], policy: NetworkP
     for raw in addresses:
         found = True
         address = ipaddress.ip_address(str(raw).split("%", 1)[0])  # drop an IPv6 zone id
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
         kind = forbidden_kind(address, policy)
         if kind is not None:
             what = f"'{host}' is" if host == str(address) else f"'{host}' resolves to {address},"
+            inner = ", ".join(str(a) for a in embedded_ipv4(address))
+            embeds = f" (it embeds {inner})" if inner else ""
             raise UrlRefused(
-                f"{what} a {kind} address: not allowed for MCP servers unless listed in "
+                f"{what} a {kind} address{embeds}: not allowed for MCP servers unless listed in "
                 "MCP_ALLOWED_HOSTS"
             )
     if not found:
         raise UrlRefused(f"the host '{host}' does not resolve")
 
 
+# IPv6 prefixes that carry an IPv4 address a translator or tunnel will deliver to.
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052 well-known prefix
+NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215 local-use prefix
+# The RFC 6052 prefix lengths a local-use NAT64 prefix can have (its operator picks one),
+# the usual /96 first.
+_RFC6052_LAYOUTS = (96, 64, 56, 48)
+
+
+def embedded_ipv4(address: IPAddress) -> tuple[ipaddress.IPv4Address, ...]:
+    """The IPv4 addresses an IPv6 address stands for: mapped (::ffff:a.b.c.d), translated
+    (::ffff:0:a.b.c.d), compatible (::a.b.c.d), NAT64, 6to4 and Teredo (server and client).
+    A local-use NAT64 address gives every reading its prefix length allows."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return ()
+    value = int(address)
+    if address.ipv4_mapped is not None:
+        return (address.ipv4_mapped,)
+    if value >> 32 == 0xFFFF_0000 or (value >> 32 == 0 and value > 1):
+        return (ipaddress.IPv4Address(value & 0xFFFF_FFFF),)
+    if address in NAT64:
+        return (ipaddress.IPv4Address(value & 0xFFFF_FFFF),)
+    if address in NAT64_LOCAL:
+        return tuple(_rfc6052_ipv4(value, length) for length in _RFC6052_LAYOUTS)
+    if address.sixtofour is not None:
+        return (address.sixtofour,)
+    if address.teredo is not None:
+        return address.teredo
+    return ()
+
+
+def _rfc6052_ipv4(value: int, prefix_length: int) -> ipaddress.IPv4Address:
+    bits = [(value >> (127 - i)) & 1 for i in range(128)]
+    # The IPv4 address follows the prefix, skipping bits 64-71 (RFC 6052 section 2.2).
+    places = [i for i in range(prefix_length, 128) if not 64 <= i < 72][:32]
+    return ipaddress.IPv4Address(int("".join(str(bits[i]) for i in places), 2))
+
+
+def _is_teredo(address: IPAddress) -> bool:
+    return isinstance(address, ipaddress.IPv6Address) and address.teredo is not None
+
+
 def forbidden_kind(address: IPAddress, policy: NetworkPolicy) -> str | None:
-    """What kind of non-public address this is, or None when the policy allows it."""
+    """What kind of non-public address this is, or None when the policy allows it.
+
+    An IPv6 address that embeds IPv4 is judged by what it embeds, since a translator or
+    tunnel would deliver there: ::ffff:127.0.0.1 and 64:ff9b::7f00:1 are loopback."""
     if any(address in network for network in policy.allowed_networks):
+        return None
+    inner = embedded_ipv4(address)
+    for ipv4 in inner:
+        kind = forbidden_kind(ipv4, policy)
+        if kind is not None:
+            return kind
+    # Translation and 6to4 prefixes mean only what they embed; Teredo and local-use NAT64
+    # are judged as themselves too (Python holds them private and reserved).
+    if inner and not (address in NAT64_LOCAL or _is_teredo(address)):
         return None
     if address.is_loopback:
         kind = "loopback"
@@ -126,7 +179,8 @@ def forbidden_kind(address: IPAddress, policy: NetworkPolicy) -> str | None:
         kind = "unspecified"
     elif address.is_private:
         kind = "private"
-    elif not address.is_global:
+    elif not address.is_global or address.is_reserved:
+        # Python 3.11 holds IANA's unassigned IPv6 blocks (::/8 among them) global.
         kind = "reserved"
     else:
         return None
