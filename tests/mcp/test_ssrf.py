@@ -25,7 +25,7 @@ EMBEDDED_LOOPBACK = [
 
 @pytest.mark.parametrize("url", EMBEDDED_LOOPBACK)
 def test_ipv6_forms_of_loopback_are_refused(url: str) -> None:
-    with pytest.raises(UrlRefused, match=r"loopback address \(it embeds 127\.0\.0\.1\)"):
+    with pytest.raises(UrlRefused, match=r"loopback address \(it embeds 127\.0\.0\.1[,)]"):
         check_url(url, NetworkPolicy())
 
 
