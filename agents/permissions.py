@@ -34,6 +34,7 @@ class Action(StrEnum):
     EDIT = "change_agent"
     INVOKE = "invoke_agent"
     DELETE = "delete_agent"
+    AUDIT = "audit_agent"  # read every caller's runs and threads, not only one's own
 
 
 def _on_environment(user: Any, action: Action, environment: Any) -> Q:

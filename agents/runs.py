@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,8 +17,9 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from agentbuilder import liveness
 from agentbuilder.errors import DomainError, ErrorItem, Invalid
-from agents import selectors
+from agents import run_leases, selectors
 from agents.configs import (
     McpTool,
     RagAgentConfig,
@@ -46,6 +48,8 @@ from agents.runtime.task_agent import TaskInputError, prepare_inputs
 from agents.runtime.transcript import Transcript
 from guardrails.engines.rules import Rule
 from guardrails.selectors import guardrail_rules, unknown_guardrail_names
+
+logger = logging.getLogger(__name__)
 
 CHAT_TYPES = ("tool", "rag")
 TASK_TYPES = ("task",)
@@ -93,7 +97,7 @@ def invocation_start(
         user=user, environment=environment, agent_id=agent_id, action=Action.INVOKE
     )
     version = selectors.version_get(agent=agent, ref=version_ref)
-    history = thread_history(agent=agent, thread_id=thread_id)
+    history = thread_history(agent=agent, caller=user, thread_id=thread_id)
     response_id = new_response_id()
     run = Run.objects.create(
         agent=agent,
@@ -103,6 +107,7 @@ def invocation_start(
         response_id=response_id,
         thread_id=thread_id,
         messages=[_message_json(m) for m in messages],
+        lease_until=liveness.lease_expiry(),
     )
     try:
         if agent.agent_type not in agent_types:
@@ -132,7 +137,13 @@ def invocation_start(
         _fail(run, "invalid_request", str(exc))
         exc.run_id = run.pk
         raise
-    return Invocation(run.pk, response_id, spec, run_input, agent.name, version.number)
+    except BaseException:
+        logger.exception("opening run %s failed", run.pk)
+        _fail(run, "internal_error", "the run could not be started")
+        raise
+    invocation = Invocation(run.pk, response_id, spec, run_input, agent.name, version.number)
+    run_leases.run_opened(run.pk, invocation)
+    return invocation
 
 
 def _with_request_servers(
@@ -264,15 +275,19 @@ def _fail(run: Run, code: str, message: str) -> None:
         completed_at=timezone.now(),
         latency_ms=0,
         error={"code": code, "message": message},
+        lease_until=None,
     )
 
 
-def thread_history(*, agent: Agent, thread_id: str) -> tuple[Message, ...]:
-    """The messages of the thread's earlier completed turns with this agent, oldest first."""
+def thread_history(*, agent: Agent, caller: Any, thread_id: str) -> tuple[Message, ...]:
+    """The messages of the caller's thread's earlier completed turns with this agent, oldest
+    first. A thread belongs to its caller: another caller's same id is another thread."""
     if not thread_id:
         return ()
     turns = (
-        Run.objects.filter(agent=agent, thread_id=thread_id, status=RunStatus.COMPLETED)
+        Run.objects.filter(
+            agent=agent, caller=caller, thread_id=thread_id, status=RunStatus.COMPLETED
+        )
         .order_by("started_at", "id")
         .values_list("messages", flat=True)
     )
@@ -332,6 +347,7 @@ class RunRecorder:
         self.usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
         self.output: Any = None
         self.error: dict[str, str] | None = None
+        run_leases.run_started(invocation.run_id)
 
     def observe(self, event: Event) -> None:
         self.transcript.observe(event)
@@ -348,21 +364,37 @@ class RunRecorder:
             self.usage = event.usage.as_dict()
             self.error = {"code": event.code, "message": event.message}
 
+    def broke(
+        self, code: str = "internal_error", message: str = "the run failed unexpectedly"
+    ) -> ResponseFailed:
+        """The run broke where nothing expected it to: its failure, observed (unless it had
+        ended already), for the client's stream to end with."""
+        event = ResponseFailed(code, message)
+        if self.status == RunStatus.IN_PROGRESS:
+            self.observe(event)
+        return event
+
     def save(self, *, canceled: bool = False) -> None:
+        """Write the run's end. Whatever this process believed before (a sweep that took
+        it for dead, an admin's verdict), the run's own end is the truth."""
         if canceled and self.status == RunStatus.IN_PROGRESS:
             self.status = RunStatus.CANCELED
             self.transcript.close_text()
-        elif self.status == RunStatus.IN_PROGRESS:
-            self.status = RunStatus.FAILED
-            self.error = {"code": "interrupted", "message": "the run ended without an answer"}
-        run = Run.objects.only("messages", "started_at").get(pk=self.invocation.run_id)
-        now = timezone.now()
-        Run.objects.filter(pk=self.invocation.run_id).update(
-            status=self.status,
-            completed_at=now,
-            latency_ms=int((now - run.started_at).total_seconds() * 1000),
-            tokens_usage=self.usage,
-            messages=[*run.messages, *self.transcript.messages],
-            output=self.output,
-            error=self.error,
-        )
+        elif self.status == RunStatus.IN_PROGRESS:  # ended without a final event
+            self.broke()
+        try:
+            run = Run.objects.only("messages", "started_at").get(pk=self.invocation.run_id)
+            now = timezone.now()
+            Run.objects.filter(pk=self.invocation.run_id).update(
+                status=self.status,
+                completed_at=now,
+                latency_ms=int((now - run.started_at).total_seconds() * 1000),
+                tokens_usage=self.usage,
+                messages=[*run.messages, *self.transcript.messages],
+                output=self.output,
+                error=self.error,
+                lease_until=None,
+            )
+        finally:
+            # Written or not: a run this process failed to write is left to its lease.
+            run_leases.run_ended(self.invocation.run_id)

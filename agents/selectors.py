@@ -9,7 +9,7 @@ from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from agentbuilder.errors import Invalid, NotFound, PermissionDenied
 from agents.models import Agent, AgentVersion, Environment, LLMModel, Run
-from agents.permissions import Action, agents_with, environments_visible, may_flag
+from agents.permissions import Action, agents_with, environments_visible, may, may_flag
 
 DEFAULT_ENVIRONMENT = "default"
 
@@ -95,9 +95,17 @@ def agent_get_by_name(
 
 
 def _visible_one(user: Any, action: Action, environment: Environment, match: Q, what: str) -> Agent:
-    # One query: visibility (READ) filters, the permission asked for is a column.
+    # One query: visibility (READ) filters, the permission asked for is a column. INVOKE
+    # alone makes an agent visible to the invoke routes (SPEC section 7): a service account
+    # calls an agent without reading its config.
+    visible = may(user, Action.READ) | may(user, action) if action == Action.INVOKE else None
+    agents = (
+        Agent.objects.filter(visible, deleted_at__isnull=True)
+        if visible is not None
+        else agents_with(user, Action.READ)
+    )
     agent = (
-        _with_current_version(agents_with(user, Action.READ))
+        _with_current_version(agents)
         .filter(match, environment=environment)
         .annotate(allowed=may_flag(user, action))
         .first()
@@ -182,6 +190,15 @@ def model_list(*, agent_type: str | None = None) -> QuerySet[LLMModel]:
     return models.order_by("provider", "id")
 
 
+def _runs_visible(user: Any, environment: Environment) -> QuerySet[Run]:
+    """Runs of `environment` the caller may read: its own, of agents it may still READ or
+    INVOKE, and every caller's of the agents it holds AUDIT on (SPEC section 7)."""
+    in_env = Agent.objects.filter(environment=environment, deleted_at__isnull=True)
+    usable = in_env.filter(may(user, Action.READ) | may(user, Action.INVOKE)).values("pk")
+    audited = in_env.filter(may(user, Action.AUDIT)).values("pk")
+    return Run.objects.filter(Q(caller=user, agent__in=usable) | Q(agent__in=audited))
+
+
 def run_list(
     *,
     user: Any,
@@ -189,34 +206,42 @@ def run_list(
     agent_id: uuid.UUID | None = None,
     status: str | None = None,
     thread_id: str | None = None,
+    caller_id: int | None = None,
 ) -> QuerySet[Run]:
-    """Runs of the agents of `environment` the caller can READ, newest first."""
-    runs = Run.objects.filter(
-        agent__in=agents_with(user, Action.READ).filter(environment=environment).values("pk")
-    )
+    """The caller's runs in `environment` (every caller's where it holds AUDIT), newest
+    first."""
+    runs = _runs_visible(user, environment)
     if agent_id:
         runs = runs.filter(agent_id=agent_id)
     if status:
         runs = runs.filter(status=status)
     if thread_id:
         runs = runs.filter(thread_id=thread_id)
+    if caller_id is not None:
+        runs = runs.filter(caller_id=caller_id)
     return runs.order_by("-started_at", "-id")
 
 
 def run_get(*, user: Any, environment: Environment, run_id: uuid.UUID) -> Run:
-    run = run_list(user=user, environment=environment).filter(pk=run_id).first()
+    run = _runs_visible(user, environment).filter(pk=run_id).first()
     if run is None:
         raise NotFound(f"Run '{run_id}' not found.")
     return run
 
 
-def thread_runs(*, user: Any, environment: Environment, thread_id: str) -> list[Run]:
-    """The runs of a thread among the agents of `environment` the caller can READ, oldest
-    first. Raises NotFound when there is none: another environment's thread looks absent."""
+def thread_runs(
+    *, user: Any, environment: Environment, thread_id: str, caller_id: int | None = None
+) -> list[Run]:
+    """The runs of one caller's thread (the caller's own, or with AUDIT `caller_id`'s),
+    oldest first. A thread is its caller's: the same id from another caller is another
+    thread. Raises NotFound when there is none."""
     runs = list(
-        run_list(user=user, environment=environment, thread_id=thread_id).order_by(
-            "started_at", "id"
-        )
+        run_list(
+            user=user,
+            environment=environment,
+            thread_id=thread_id,
+            caller_id=user.pk if caller_id is None else caller_id,
+        ).order_by("started_at", "id")
     )
     if not runs:
         raise NotFound(f"Thread '{thread_id}' not found.")

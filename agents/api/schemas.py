@@ -235,6 +235,11 @@ class RunListQuery(PageQuery):
     agent_id: UUID | None = None
     status: Literal["in_progress", "completed", "failed", "canceled"] | None = None
     thread_id: str | None = Field(None, max_length=100)
+    caller_id: int | None = Field(None, ge=1, description="With AUDIT: one caller's runs.")
+
+
+class ThreadQuery(CamelModel):
+    caller_id: int | None = Field(None, ge=1, description="With AUDIT: another caller's thread.")
 
 
 class TokensUsage(OutputModel):
@@ -249,6 +254,7 @@ class RunOut(OutputModel):
     id: UUID
     agent_id: UUID
     version_id: UUID
+    caller_id: int | None
     protocol: str
     status: Literal["in_progress", "completed", "failed", "canceled"]
     started_at: datetime
@@ -266,6 +272,7 @@ class RunOut(OutputModel):
             id=run.pk,
             agent_id=run.agent_id,
             version_id=run.version_id,
+            caller_id=run.caller_id,
             protocol=run.protocol,
             status=run.status,
             started_at=run.started_at,

@@ -128,6 +128,8 @@ class AgentTypeListView(ApiView):
 
 
 class AgentListView(ApiView):
+    conflicts = True  # a taken name
+
     @extend_schema(
         operation_id="agents_list",
         parameters=[
@@ -185,6 +187,8 @@ class AgentScopedView(ApiView):
 
 
 class AgentDetailView(AgentScopedView):
+    conflicts = True  # renamed to a taken name
+
     @extend_schema(
         operation_id="agents_get",
         parameters=[AGENT_ID, ENVIRONMENT],
@@ -221,6 +225,8 @@ class AgentDetailView(AgentScopedView):
 
 
 class VersionListView(AgentScopedView):
+    conflicts = True  # a taken version label
+
     @extend_schema(
         operation_id="versions_list",
         parameters=[AGENT_ID, ENVIRONMENT, *PAGE],
@@ -359,6 +365,7 @@ class RunListView(ApiView):
                 "status", str, enum=["in_progress", "completed", "failed", "canceled"]
             ),
             OpenApiParameter("threadId", str),
+            OpenApiParameter("callerId", int, description="With AUDIT: one caller's runs."),
             ENVIRONMENT,
         ],
         responses={200: s.RunList},
@@ -372,6 +379,7 @@ class RunListView(ApiView):
             agent_id=query.agent_id,
             status=query.status,
             thread_id=query.thread_id,
+            caller_id=query.caller_id,
         )
         items, pagination = paginate(runs, query)
         return render(s.RunList(runs=[s.RunOut.of(r) for r in items], pagination=pagination))
@@ -396,14 +404,22 @@ class RunDetailView(ApiView):
 class ThreadDetailView(ApiView):
     @extend_schema(
         operation_id="threads_get",
-        parameters=[OpenApiParameter("threadId", str, OpenApiParameter.PATH), ENVIRONMENT],
+        parameters=[
+            OpenApiParameter("threadId", str, OpenApiParameter.PATH),
+            OpenApiParameter("callerId", int, description="With AUDIT: another caller's thread."),
+            ENVIRONMENT,
+        ],
         responses={200: s.ThreadOut},
         tags=["runs"],
         summary="The messages of a thread, turn by turn",
     )
     def get(self, request: Request, threadId: str) -> Response:
+        query = self.query(s.ThreadQuery)
         runs = selectors.thread_runs(
-            user=request.user, environment=self.environment, thread_id=threadId
+            user=request.user,
+            environment=self.environment,
+            thread_id=threadId,
+            caller_id=query.caller_id,
         )
         return render(
             s.ThreadOut(

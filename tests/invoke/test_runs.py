@@ -65,15 +65,16 @@ def test_stranger_gets_404_for_a_run(owner_client: Any, stranger: Any, make_agen
     assert run_ids(outsider) == set()
 
 
-def test_reader_of_one_agent_sees_only_its_runs(
+def test_auditor_of_one_agent_sees_only_its_runs(
     owner_client: Any, make_agent: Any, env: Any
 ) -> None:
     calc, other = make_agent("Calculator"), make_agent("Other")
     mine = invoke(owner_client, calc, "invoke", ASK).run_id
     theirs = invoke(owner_client, other, "invoke", ASK).run_id
-    reader = UserFactory(username="collaborator")
-    grant(reader, Action.READ, calc)
-    client = client_for(reader)
+    auditor = UserFactory(username="collaborator")
+    grant(auditor, Action.READ, calc)
+    grant(auditor, Action.AUDIT, calc)
+    client = client_for(auditor)
 
     assert client.get(f"/v1/runs/{mine}").status_code == 200
     assert client.get(f"/v1/runs/{theirs}").status_code == 404

@@ -81,9 +81,18 @@ def test_a_thread_is_invisible_from_another_environment_or_without_read(
     assert client_for(stranger).get("/v1/threads/t-2").status_code == 404
     assert client_for(outsider).get("/v1/threads/t-2").status_code == 404
 
+    # READ on the environment does not open another caller's thread (SPEC section 7) ...
     reader = UserFactory(username="reader")
     grant(reader, Action.READ, env)
-    assert client_for(reader).get("/v1/threads/t-2").status_code == 200
+    assert client_for(reader).get("/v1/threads/t-2").status_code == 404
+    # ... AUDIT does, naming whose thread.
+    auditor = UserFactory(username="auditor")
+    grant(auditor, Action.AUDIT, env)
+    owner_id = chat.runs.get().caller_id
+    assert client_for(auditor).get("/v1/threads/t-2").status_code == 404  # its own: none
+    audited = client_for(auditor).get("/v1/threads/t-2", {"callerId": owner_id})
+    assert audited.status_code == 200
+    assert audited.json()["messages"][0]["content"] == "remember 42"
 
 
 def test_a_thread_only_loads_turns_with_the_same_agent(
