@@ -43,10 +43,24 @@ class Document(models.Model):
     # Kept with the chunks (ingestion writes both in one transaction): search reads how
     # many chunks a filter leaves from the documents, without counting chunks.
     chunk_count = models.PositiveIntegerField(default=0, db_default=0)
+    # Liveness (agentbuilder.liveness): while pending, the process that will ingest it, or
+    # is ingesting it, renews this lease; once it has run out, that process is gone and any
+    # other queues the document again, up to INGESTION_MAX_ATTEMPTS ingestions.
+    lease_until = models.DateTimeField(null=True, blank=True, editable=False)
+    attempts = models.PositiveSmallIntegerField(default=0, db_default=0, editable=False)
+    # The upload's Idempotency-Key header: the same key from the same caller is this document.
+    idempotency_key = models.CharField(max_length=255, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["environment", "status"], name="document_env_status")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["created_by", "idempotency_key"],
+                condition=~models.Q(idempotency_key=""),
+                name="document_idempotency_key_unique_per_caller",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.title
