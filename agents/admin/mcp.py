@@ -19,7 +19,7 @@ from agents.permissions import Action, environments_visible, environments_with
 
 HEADERS_HELP = (
     "One 'Name: value' per line. Values are stored encrypted and never shown again. "
-    "Leave empty to keep the current headers."
+    "Leave empty to keep the current headers; a new host in the URL drops them."
 )
 
 

@@ -12,6 +12,7 @@ import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -149,10 +150,23 @@ def mcp_server_update(*, user: Any, server: McpServer, changes: dict[str, Any]) 
     _require_write(user, server.environment)
     if "url" in changes:
         changes = {**changes, "url": str(changes["url"]).strip()}
+        if "headers" not in changes and _origin(changes["url"]) != _origin(server.url):
+            # Stored secrets were given for the old host: never send them to a new one.
+            # An EDIT holder who may not read them could otherwise redirect them to itself.
+            changes["headers"] = {}
     _check(changes)
     _assign(server, changes)
     _save(server)
     return server
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:  # a malformed port: _check refuses the URL itself
+        port = None
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port
 
 
 def mcp_server_delete(*, user: Any, server: McpServer) -> None:

@@ -769,3 +769,26 @@ def test_chat_completions_refuses_unknown_servers_and_raw_urls_in_openai_style(
     assert allowed.status_code == 200, allowed.json()
     run = Run.objects.get(pk=allowed["X-Run-Id"])
     assert [m["content"] for m in run.messages if m["role"] == "tool"] == ["5.0"]
+
+
+def test_a_new_host_in_the_url_drops_the_stored_secrets(
+    owner_client: APIClient, live: LiveServer, loopback: None
+) -> None:
+    server = register(owner_client, live.url, headers={"Authorization": "Bearer s3cret"})
+    detail = f"/v1/mcp-servers/{server['id']}"
+    same_host = live.url.rstrip("/") + "/v2"
+    other_port = live.url.replace(f":{live.port}", f":{live.port + 1}")
+
+    kept = owner_client.patch(detail, {"url": same_host}, format="json").json()
+    moved = owner_client.patch(detail, {"url": other_port}, format="json").json()
+
+    assert kept["headerNames"] == ["Authorization"]
+    assert moved["headerNames"] == []
+    assert decrypt_headers(McpServer.objects.get().headers_encrypted) == {}
+    # Headers given with the new URL are the new host's own.
+    given = {"url": live.url, "headers": {"Authorization": "Bearer new"}}
+    again = owner_client.patch(detail, given, format="json").json()
+    assert again["headerNames"] == ["Authorization"]
+    assert decrypt_headers(McpServer.objects.get().headers_encrypted) == {
+        "Authorization": "Bearer new"
+    }
