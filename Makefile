@@ -5,8 +5,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
-# The dev set-up: DEBUG on, the offline model for every model id.
-DEV_ENV := DEBUG=true LLM_OFFLINE=true
+HOST ?= 127.0.0.1
+# The dev set-up: DEBUG on, the offline model for every model id. Defaults only: what the
+# environment sets wins (`LLM_OFFLINE=false make run` reaches Bedrock or OPENAI_BASE_URL),
+# and the AWS_* and OPENAI_* variables reach the server as they are.
+run setup: export DEBUG ?= true
+run setup: export LLM_OFFLINE ?= true
 
 .PHONY: run test lint typecheck migrate setup clean-db
 
@@ -23,17 +27,21 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
 	touch $@
 
 setup: $(VENV)/.installed
-	$(DEV_ENV) $(BIN)/python manage.py migrate --noinput
-	$(DEV_ENV) $(BIN)/python manage.py devsetup
-	$(DEV_ENV) $(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py devsetup
+	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 
+# `exec`: a SIGTERM to make reaches uvicorn itself, not a shell that would leave it running.
+# No lifespan: Django's ASGI handler has none to run.
 run: setup
 	@echo ""
 	@echo "  agentbuilder on http://localhost:$(PORT)"
 	@echo "  API docs:  http://localhost:$(PORT)/v1/docs"
 	@echo "  Admin:     http://localhost:$(PORT)/admin/  (user $${ADMIN_USERNAME:-admin})"
+	@echo "  Models:    LLM_OFFLINE=$$LLM_OFFLINE (true: the offline model answers every model id)"
 	@echo ""
-	$(DEV_ENV) $(BIN)/python -m uvicorn agentbuilder.asgi:application --host $${HOST:-127.0.0.1} --port $(PORT)
+	exec $(BIN)/python -m uvicorn agentbuilder.asgi:application --lifespan off \
+		--host $(HOST) --port $(PORT)
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest
@@ -45,6 +53,7 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
-# Stops the embedded PostgreSQL under ./var (it keeps running between commands).
+# Stops the embedded PostgreSQL under ./var (it keeps running between commands), unless a
+# process that uses it is still running; processes that died without saying so do not count.
 clean-db:
-	-$(BIN)/python -c "import pgserver; pgserver.get_server('var/pgdata', cleanup_mode='stop').cleanup()"
+	$(BIN)/python -m agentbuilder.embedded_db stop $${VAR_DIR:-var}/pgdata

@@ -4,12 +4,15 @@
 needs no database installed by hand. The server keeps running after the process that
 started it exits (`cleanup_mode=None`): uvicorn, the Celery worker, `manage.py` and the
 test workers all share one server under `./var/pgdata`, reached over its unix socket.
+`python -m agentbuilder.embedded_db stop var/pgdata` (`make clean-db`) stops it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -65,3 +68,80 @@ def _ensure_database(socket_dir: str, name: str) -> None:
             # Another process (a second test worker) may create it first.
             with contextlib.suppress(psycopg.errors.DuplicateDatabase):
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+class InUse(Exception):
+    """The embedded server still has users: processes that started or reused it and run."""
+
+
+def stop(pgdata: Path) -> str:
+    """Stop the embedded server under `pgdata`, whatever became of the processes that used
+    it, and say what was done. Raises InUse while one of them still runs.
+
+    pgserver lists the processes using a server in `.handle_pids.json` and stops it only
+    when the last one leaves, at its exit. A process ended by a signal never leaves (uvicorn
+    re-raises the SIGTERM it shut down on, which skips atexit), so a `make run` ended with
+    SIGTERM would keep the server up for good: the pids that no longer run are dropped here.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs, as in _start
+        from pgserver import _commands
+        from pgserver.postgres_server import PostgresServer
+        from pgserver.utils import DiskList, PostmasterInfo
+
+    pgdata = pgdata.resolve()
+    if not (pgdata / "PG_VERSION").exists():
+        return f"no embedded database at {pgdata}"
+    # pgserver's own lock: no process registers or starts the server in between.
+    with PostgresServer._lock:
+        handles = DiskList(pgdata / ".handle_pids.json")
+        users = [pid for pid in handles.get() if _running(pid)]
+        handles.put(users)
+        if users:
+            raise InUse(
+                f"the embedded database at {pgdata} is in use by "
+                + ", ".join(_describe(pid) for pid in users)
+                + "; stop those first"
+            )
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+        if info is None or not info.is_running():
+            return f"the embedded database at {pgdata} is not running"
+        # As root pgserver runs PostgreSQL as its own user, and pg_ctl refuses root.
+        user = "pgserver" if os.geteuid() == 0 else None
+        _commands.pg_ctl(["-w", "stop"], pgdata=pgdata, user=user)  # type: ignore[attr-defined]
+    return f"stopped the embedded database at {pgdata}"
+
+
+def _running(pid: int) -> bool:
+    import psutil
+
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _describe(pid: int) -> str:
+    import psutil
+
+    try:
+        command = " ".join(psutil.Process(pid).cmdline())
+    except psutil.Error:
+        command = "?"
+    return f"pid {pid} ({command[:100]})"
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] != "stop":
+        print("usage: python -m agentbuilder.embedded_db stop PGDATA", file=sys.stderr)
+        return 2
+    try:
+        print(stop(Path(argv[1])))
+    except InUse as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -211,6 +211,10 @@ CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
 # Without a broker, tasks run in the calling process: the embedded set-up needs no Redis.
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+if CELERY_TASK_ALWAYS_EAGER:
+    # An eager task still borrows a producer (for its serializer), whose connection, with no
+    # URL, is AMQP's and logs "No hostname was supplied" at each task. In-memory, named.
+    CELERY_BROKER_URL = "memory://localhost"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = None
 # Celery's Django fixup closes a worker's database connections (and, in a prefork worker,
