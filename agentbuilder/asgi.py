@@ -2,6 +2,9 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from agentbuilder.asgi_body import BodyLength
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentbuilder.settings")
 
-application = get_asgi_application()
+# Chunked bodies are read (and oversized ones refused) before Django sees the request.
+application = BodyLength(get_asgi_application())

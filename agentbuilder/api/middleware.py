@@ -14,7 +14,7 @@ from django.utils.decorators import sync_and_async_middleware
 UPLOAD_PATHS = ("/v1/documents",)
 
 
-def _limit(path: str) -> int:
+def max_body_bytes(path: str) -> int:
     if path.rstrip("/") in UPLOAD_PATHS:
         return int(settings.DOCUMENT_MAX_BYTES) + 64 * 1024
     return int(settings.API_MAX_BODY_BYTES)
@@ -25,7 +25,7 @@ def _refusal(request: HttpRequest) -> JsonResponse | None:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         return JsonResponse({"detail": "Content-Length is not a number."}, status=400)
-    limit = _limit(request.path)
+    limit = max_body_bytes(request.path)
     if declared > limit:
         return JsonResponse({"detail": f"Request body is larger than {limit} bytes."}, status=413)
     return None
