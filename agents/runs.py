@@ -53,6 +53,13 @@ logger = logging.getLogger(__name__)
 
 CHAT_TYPES = ("tool", "rag")
 TASK_TYPES = ("task",)
+# The second sentence of a wrong-route refusal: where this agent type is called instead.
+WHERE_TO_CALL = {
+    "task": "Call a task agent with POST .../invoke-task (or /invoke-task-stream) and its "
+    "`inputs`.",
+    "tool": "Call it with POST .../invoke (or /invoke-stream) and `messages`.",
+    "rag": "Call it with POST .../invoke (or /invoke-stream) and `messages`.",
+}
 
 
 @dataclass
@@ -111,7 +118,10 @@ def invocation_start(
     )
     try:
         if agent.agent_type not in agent_types:
-            raise DomainError(f"Agent type {agent.agent_type} not supported in {route} endpoints.")
+            raise DomainError(
+                f"Agent type {agent.agent_type} not supported in {route} endpoints. "
+                + WHERE_TO_CALL[agent.agent_type]
+            )
         _check_guardrails(guardrails, environment)
         spec = agent_spec(agent=agent, version=version)
         _check_attachments(spec.config.llm_model_id, messages)

@@ -7,12 +7,14 @@ and written after it ends, never while the model is talking.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Annotated, Any, Literal
 
 from adrf.views import APIView as AsyncAPIView
 from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from pydantic import BaseModel, Field
 from rest_framework.request import Request
@@ -24,12 +26,14 @@ from agentbuilder.errors import Invalid
 from agentbuilder.wire import CamelModel
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.llm.base import Attachment, Message
-from agents.protocols.attachments import from_base64
+from agents.protocols.attachments import from_base64, from_text
 from agents.protocols.native import NdjsonEncoder, response_body
 from agents.rag import OVERRIDES as RAG_OVERRIDES
 from agents.runs import CHAT_TYPES, TASK_TYPES, Invocation, RunRecorder, invocation_start
 from agents.runtime.engine import run
 from agents.runtime.events import Event, ResponseFailed
+
+logger = logging.getLogger(__name__)
 
 # ---------------------------------------------------------------- bodies
 
@@ -45,10 +49,26 @@ class Base64Source(CamelModel):
     data: str = Field(description="The bytes, base64-encoded.")
 
 
+class TextSource(CamelModel):
+    """A document given as text (`text/plain` unless `mediaType` says otherwise)."""
+
+    type: Literal["text"]
+    media_type: str = Field("text/plain", max_length=200)
+    data: str
+
+
 class SourcePart(CamelModel):
     type: Literal["image", "document"]
     name: str | None = Field(None, max_length=200)
-    source: Base64Source
+    source: Annotated[Base64Source | TextSource, Field(discriminator="type")]
+
+    def attachment(self, at: tuple[str | int, ...]) -> Attachment:
+        source, name = self.source, self.name or ""
+        if isinstance(source, Base64Source):
+            return from_base64(self.type, source.media_type, source.data, at, name=name)
+        if self.type == "image":
+            raise Invalid.at((*at, "source", "type"), "an image's source is base64")
+        return from_text(source.media_type, source.data, at, name=name)
 
 
 class InputMessage(CamelModel):
@@ -64,9 +84,7 @@ class InputMessage(CamelModel):
         if isinstance(self.content, str):
             return ()
         return tuple(
-            from_base64(p.type, p.source.media_type, p.source.data, (*at, j), name=p.name or "")
-            for j, p in enumerate(self.content)
-            if isinstance(p, SourcePart)
+            p.attachment((*at, j)) for j, p in enumerate(self.content) if isinstance(p, SourcePart)
         )
 
 
@@ -152,6 +170,7 @@ def _messages(body: InvokeRequest) -> tuple[Message, ...]:
 
 
 class _InvokeBase(AsyncAPIView, ApiView):
+    upstream = True
     protocol = "native"
     route = "/invoke or /invoke-stream"
     agent_types: tuple[str, ...] = CHAT_TYPES
@@ -192,23 +211,65 @@ class _InvokeBase(AsyncAPIView, ApiView):
         return await _collect(invocation)
 
 
+# The client went away: the server cancels the response's task (or, on some servers, the
+# socket's write fails), and the stream is closed.
+CLIENT_GONE = (asyncio.CancelledError, GeneratorExit, OSError)
+# The process is going down: the run ends with it.
+PROCESS_EXIT = (KeyboardInterrupt, SystemExit)
+
+
 async def recorded_events(invocation: Invocation) -> AsyncGenerator[Event, None]:
-    """The run's events, recorded as they pass; the run row is written once at the end,
-    as `canceled` when the client went away. Every protocol streams through this."""
+    """The run's events, recorded as they pass; the run row is written once at the end:
+    `canceled` when the client went away, `failed` (`internal_error`, logged with its
+    traceback) when anything unexpected broke the run or the encoding of its stream.
+    Every protocol streams through this."""
     recorder = RunRecorder(invocation)
     canceled = False
     try:
-        async for event in run(
-            invocation.spec, invocation.run_input, response_id=invocation.response_id
-        ):
-            recorder.observe(event)
-            yield event
-    except (asyncio.CancelledError, GeneratorExit):  # the client went away
-        canceled = True
+        broken: ResponseFailed | None = None
+        try:
+            async for event in run(
+                invocation.spec, invocation.run_input, response_id=invocation.response_id
+            ):
+                recorder.observe(event)
+                yield event
+        except (*CLIENT_GONE, *PROCESS_EXIT):
+            raise
+        except BaseException:
+            # The runtime ends its own failures with ResponseFailed: this escaped it (a
+            # tool's BaseException, a bug below it). The client still gets a last line.
+            logger.exception("run %s broke", invocation.run_id)
+            broken = recorder.broke()
+        if broken is not None:  # yielded outside the except: no exception context
+            yield broken
+    except CLIENT_GONE as exc:
+        failure = _consumer_failure(exc)
+        if failure is None:
+            canceled = True
+        else:
+            logger.error("the stream of run %s broke", invocation.run_id, exc_info=failure)
+            recorder.broke()
+        raise
+    except PROCESS_EXIT:
+        recorder.broke("interrupted", "the server process stopped during the run")
         raise
     finally:
         # On a disconnect this runs in a cancelled task: shield the write.
         await asyncio.shield(in_db(recorder.save)(canceled=canceled))
+
+
+def _consumer_failure(closing: BaseException) -> BaseException | None:
+    """Why the consumer closed the stream: an error of its own (an encoder's), or None when
+    the client went away. Python keeps what the consumer was handling when it closed us as
+    the context of the GeneratorExit thrown in here."""
+    cause = closing.__context__
+    for _ in range(20):  # a chain, not a cycle
+        if cause is None:
+            return None
+        if not isinstance(cause, CLIENT_GONE):
+            return cause
+        cause = cause.__context__
+    return None
 
 
 async def collected_events(invocation: Invocation) -> list[Event]:
@@ -247,7 +308,13 @@ def _ndjson(invocation: Invocation) -> StreamingHttpResponse:
     return response
 
 
-STREAM_DOC = OpenApiResponse(description="NDJSON lines, `text/plain; charset=utf-8`.")
+STREAM_DOC = {
+    (200, "text/plain"): OpenApiResponse(
+        OpenApiTypes.STR,
+        description="NDJSON: one event a line (`response.created` ... `response.completed` "
+        "or `response.failed`), `text/plain; charset=utf-8`.",
+    )
+}
 
 
 class InvokeView(_InvokeBase):
@@ -269,7 +336,7 @@ class InvokeStreamView(_InvokeBase):
         operation_id="agents_invoke_stream",
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
         request=InvokeRequest,
-        responses={200: STREAM_DOC},
+        responses=STREAM_DOC,
         tags=["invoke"],
     )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:
@@ -298,7 +365,7 @@ class InvokeTaskStreamView(InvokeTaskView):
         operation_id="agents_invoke_task_stream",
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
         request=InvokeTaskRequest,
-        responses={200: STREAM_DOC},
+        responses=STREAM_DOC,
         tags=["invoke"],
     )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:

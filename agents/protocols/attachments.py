@@ -60,6 +60,15 @@ def from_base64(kind: Kind, media_type: str, data: str, loc: Loc, *, name: str =
     return Attachment(kind, media_type, raw, name, loc)
 
 
+def from_text(media_type: str, text: str, loc: Loc, *, name: str = "") -> Attachment:
+    """A document given as text; its bytes are the text's UTF-8."""
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate from a JSON escape
+        raise Invalid.at(loc, "the document's text is not valid Unicode") from None
+    return from_base64("document", media_type, base64.b64encode(data).decode(), loc, name=name)
+
+
 def from_url(kind: Kind, url: str, loc: Loc, *, name: str = "") -> Attachment:
     """A part given as a `data:` URL; any other URL is refused rather than fetched."""
     match = _DATA_URL.fullmatch(url.strip())

@@ -62,6 +62,7 @@ def test_task_agent_is_refused_on_invoke(route: str, owner_client: Any, make_age
     assert answer.status == 400
     assert answer.body == {
         "detail": "Agent type task not supported in /invoke or /invoke-stream endpoints."
+        " Call a task agent with POST .../invoke-task (or /invoke-task-stream) and its `inputs`."
     }
     no_run_in_progress()
     failed_run_named(answer, agent)
@@ -78,6 +79,7 @@ def test_tool_agent_is_refused_on_invoke_task(
     assert answer.status == 400
     assert answer.body == {
         "detail": "Agent type tool not supported in /invoke-task or /invoke-task-stream endpoints."
+        " Call it with POST .../invoke (or /invoke-stream) and `messages`."
     }
     no_run_in_progress()
     failed_run_named(answer, agent)

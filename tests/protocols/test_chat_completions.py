@@ -457,6 +457,7 @@ def test_refusals_are_openai_errors_the_sdk_raises(
         sdk(port, token, task).chat.completions.create(model="x", messages=ASK)
     assert wrong_type.value.message.endswith(
         "Agent type task not supported in /chat/completions endpoints."
+        " Call a task agent with POST .../invoke-task (or /invoke-task-stream) and its `inputs`."
     )
     run = Run.objects.get(pk=wrong_type.value.response.headers["x-run-id"])
     assert (run.agent_id, run.status, run.protocol) == (task.pk, "failed", "chat.completions")

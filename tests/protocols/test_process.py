@@ -719,7 +719,7 @@ BAD_INPUTS: dict[str, tuple[Any, str]] = {
                 {"role": "user", "content": [{"type": "image", "image_url": "http://x/y.png"}]}
             ]
         },
-        "input.0.content.0.type: image content is not supported",
+        "input.0.content.0: the image must be a base64 data: URL",
     ),
     "function_call input": (
         {"input": [{"type": "function_call", "role": "assistant", "content": TEXT}]},
@@ -771,7 +771,10 @@ def test_a_task_agent_is_refused_with_its_run_recorded(
     answer = process(owner_client, task, ask())
 
     error = check_refusal(answer, 400, "invalid_request")
-    assert error["message"] == "Agent type task not supported in /process endpoints."
+    assert error["message"] == (
+        "Agent type task not supported in /process endpoints."
+        " Call a task agent with POST .../invoke-task (or /invoke-task-stream) and its `inputs`."
+    )
     run = fetch_run(owner_client, answer)
     assert run["status"] == "failed"
     no_run_in_progress()

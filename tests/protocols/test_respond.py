@@ -533,7 +533,10 @@ def test_a_task_agent_is_refused(make_agent: Any, owner_client: APIClient) -> No
     answer = respond(owner_client, agent, ASK_3X5)
 
     assert answer.status == 400
-    assert answer.body == {"detail": "Agent type task not supported in /respond endpoints."}
+    assert answer.body == {
+        "detail": "Agent type task not supported in /respond endpoints."
+        " Call a task agent with POST .../invoke-task (or /invoke-task-stream) and its `inputs`."
+    }
     assert Run.objects.get(pk=answer.run_id).status == "failed"
     assert not Run.objects.filter(status="in_progress").exists()
 
