@@ -176,13 +176,22 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "agentbuilder.api.errors.exception_handler",
-    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["agents.api.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "user": env.str("THROTTLE_USER_RATE", default="1200/min"),
+        # POST /v1/auth/token per address, and failed credential checks per account (user
+        # name or client id) from any address: 20 an hour keeps online guessing of even a
+        # weak password slow, and locks a mistyping person out for at most an hour.
         "token": env.str("THROTTLE_TOKEN_RATE", default="60/min"),
+        "token_account": env.str("THROTTLE_TOKEN_ACCOUNT_RATE", default="20/hour"),
     },
+    # DRF's own address logic, should anything use it: REMOTE_ADDR, never X-Forwarded-For.
+    "NUM_PROXIES": 0,
     "UNAUTHENTICATED_USER": None,
 }
+# Reverse proxies (addresses or networks) whose X-Forwarded-For is believed when throttles
+# tell callers apart; none by default: the peer's address is the caller's.
+TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=[])
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "agentbuilder API",

@@ -8,7 +8,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from agents.tokens import Claims, token_decode
+from agents.tokens import Claims, credentials_current, token_decode
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -33,10 +33,14 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             get_user_model()
             .objects.filter(pk=claims.user_id, is_active=True)
             .exclude(api_client__enabled=False)
+            .select_related("api_client")
             .first()
         )
         if user is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
+        # A token dies with the password (or client secret) it was issued under.
+        if not credentials_current(claims, user):
+            raise exceptions.AuthenticationFailed("Token revoked: the credentials changed.")
         return user, claims
 
     def authenticate_header(self, request: Request) -> str:

@@ -12,7 +12,6 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 
 from agentbuilder.api.pagination import PageQuery, page_of, paginate
 from agentbuilder.api.parsers import FormParser, JSONParser
@@ -20,6 +19,7 @@ from agentbuilder.api.views import ApiView, render
 from agentbuilder.errors import Invalid
 from agents import selectors, services
 from agents.api import schemas as s
+from agents.api.throttling import ScopedRateThrottle, credential_attempt
 from agents.models import Agent, AgentType
 from agents.permissions import Action
 
@@ -59,7 +59,7 @@ class TokenView(ApiView):
     authentication_classes = []
     permission_classes = [AllowAny]
     parser_classes = [JSONParser, FormParser]
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes = [ScopedRateThrottle]  # per address; credential_attempt: per account
     throttle_scope = "token"
 
     @extend_schema(
@@ -76,15 +76,15 @@ class TokenView(ApiView):
     def post(self, request: Request) -> Response:
         body = self.body(s.TokenRequest)
         if body.grant_type == "client_credentials":
-            issued = services.token_for_client(
-                client_id=_required(body.client_id, "client_id"),
-                client_secret=_required(body.client_secret, "client_secret"),
-            )
+            client_id = _required(body.client_id, "client_id")
+            client_secret = _required(body.client_secret, "client_secret")
+            with credential_attempt(f"client:{client_id}"):
+                issued = services.token_for_client(client_id=client_id, client_secret=client_secret)
         else:
-            issued = services.token_for_user(
-                username=_required(body.username, "username"),
-                password=_required(body.password, "password"),
-            )
+            username = _required(body.username, "username")
+            password = _required(body.password, "password")
+            with credential_attempt(f"user:{username}"):
+                issued = services.token_for_user(username=username, password=password)
         return render(s.TokenOut(access_token=issued.access_token, expires_in=issued.expires_in))
 
 
