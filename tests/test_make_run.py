@@ -1,4 +1,6 @@
-"""`make run` as a newcomer runs it: the Makefile's own recipe (migrate, devsetup,
+"""`make run` and `make clean-db` as a newcomer runs them.
+
+`make run` is the Makefile's own recipe (migrate, devsetup,
 collectstatic, uvicorn), with what the README tells them to export reaching the server. With
 LLM_OFFLINE=false a Bedrock model id goes to AWS_ENDPOINT_URL_BEDROCK_RUNTIME and an
 `openai/…` one to OPENAI_BASE_URL, here the fake servers of tests/fakes on loopback.
@@ -13,9 +15,11 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -54,9 +58,6 @@ NOT_INHERITED = (
     "AWS_ENDPOINT_URL",
     "AWS_DEFAULT_REGION",
 )
-
-# serialized_rollback restores the seeded rows the flush after this test removes.
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 def make(*args: str, env: dict[str, str], **options: Any) -> subprocess.Popen[bytes]:
@@ -183,6 +184,9 @@ def answer_text(response: dict[str, Any]) -> str:
     return "".join(part["text"] for part in message["content"])
 
 
+# The server commits to this test's database; serialized_rollback restores the seeded rows
+# that the flush after the test removes.
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_make_run_with_llm_offline_false_calls_bedrock_and_openai(served, fakes):
     bedrock, openai = fakes
     bedrock.script(Turn(text=["Hello from ", "Bedrock."]))
@@ -231,3 +235,84 @@ def test_make_run_takes_port_and_host_from_the_environment(tmp_path):
     commands = printed.decode().replace("\\\n", " ").splitlines()
     [serve] = [line for line in commands if "uvicorn" in line]
     assert serve.split()[-4:] == ["--host", "::1", "--port", "9001"]
+
+
+# --- make clean-db ---------------------------------------------------------------------------
+
+
+def handles(pgdata: Path) -> list[int]:
+    """The pids pgserver holds as the server's users."""
+    path = pgdata / ".handle_pids.json"
+    return list(json.loads(path.read_text())) if path.exists() else []
+
+
+def postmaster(pgdata: Path) -> int | None:
+    """The pid of the PostgreSQL server running on `pgdata`, if one is."""
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split()[0])
+        os.kill(pid, 0)
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return pid
+
+
+@pytest.fixture
+def var_dir() -> Iterator[Path]:
+    """A VAR_DIR outside pytest's temporary directories: run as root, pgserver runs
+    PostgreSQL as a user of its own and opens the path's parents to it, and each pytest
+    session that starts closes /tmp/pytest-of-root again."""
+    path = Path(tempfile.mkdtemp(prefix="agentbuilder-var-"))
+    try:
+        yield path
+    finally:
+        pid = postmaster(path / "pgdata")
+        if pid is not None:  # the test failed before clean-db stopped it
+            os.kill(pid, signal.SIGINT)  # PostgreSQL's fast shutdown
+            deadline = time.monotonic() + 30
+            while postmaster(path / "pgdata") and time.monotonic() < deadline:
+                time.sleep(0.1)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_make_clean_db_stops_the_database_after_the_server_was_ended_with_sigterm(
+    tmp_path, var_dir
+):
+    """uvicorn on the embedded default (no DATABASE_URL): it starts the database and
+    registers with pgserver as a user; its SIGTERM must not keep the database up for good."""
+    pgdata = var_dir / "pgdata"
+    environment = newcomer_environment(tmp_path)
+    environment.pop("DATABASE_URL")
+    environment.update(VAR_DIR=str(var_dir), DEBUG="true")
+    port = free_port()
+    command = [sys.executable, "-m", "uvicorn", "agentbuilder.asgi:application"]
+    command += ["--lifespan", "off", "--host", "127.0.0.1", "--port", str(port)]
+    log = tmp_path / "uvicorn.log"
+    with log.open("wb") as out:
+        uvicorn = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=out, stderr=out)  # noqa: S603
+    try:
+        wait_until_serving(Served(f"http://127.0.0.1:{port}", "", uvicorn, log))
+        assert handles(pgdata) == [uvicorn.pid]
+
+        in_use = make("clean-db", env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _, refused = in_use.communicate(timeout=60)
+        assert in_use.returncode != 0  # a user still runs: named, and the database stays
+        assert f"in use by pid {uvicorn.pid}" in refused.decode()
+        assert postmaster(pgdata) is not None
+    finally:
+        uvicorn.terminate()
+        uvicorn.wait(timeout=30)
+
+    # uvicorn re-raises the SIGTERM it shut down on: no atexit, its pid stays listed.
+    assert uvicorn.returncode == -signal.SIGTERM
+    assert handles(pgdata) == [uvicorn.pid]
+    cleaned = make("clean-db", env=environment, stdout=subprocess.PIPE)
+    printed, _ = cleaned.communicate(timeout=60)
+    again = make("clean-db", env=environment, stdout=subprocess.PIPE)
+    printed_again, _ = again.communicate(timeout=60)
+
+    assert cleaned.returncode == 0
+    assert "stopped the embedded database" in printed.decode()
+    assert postmaster(pgdata) is None
+    assert handles(pgdata) == []
+    assert again.returncode == 0
+    assert "is not running" in printed_again.decode()
