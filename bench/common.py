@@ -14,6 +14,7 @@ import math
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,50 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+# ---------------------------------------------------------------- what a benchmark needs
+
+# Programs a benchmark starts besides Python, and how to install each.
+INSTALL = {"redis-server": "apt-get install redis-server"}
+
+
+def require(*, programs: Sequence[str] = ()) -> None:
+    """Exit with status 2, one line per missing need saying how to install it, before the
+    benchmark starts anything: the packages of requirements.txt, then `programs`."""
+    script = f"bench/{Path(sys.argv[0]).name}"
+    problems = []
+    missing = _missing_packages()
+    if missing:
+        named = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if missing[4:] else "")
+        problems.append(
+            f"{script} needs the project's Python packages (missing: {named}): "
+            f"run it with .venv/bin/python (`make setup` makes .venv), "
+            f"or pip install -r requirements.txt"
+        )
+    for program in programs:
+        if shutil.which(program) is None:
+            problems.append(f"{script} needs {program}: {INSTALL.get(program, program)}")
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        sys.exit(2)
+
+
+def _missing_packages() -> list[str]:
+    from importlib import metadata
+
+    missing = []
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        name = re.split(r"[\s\[=<>!~;#]", line.strip(), maxsplit=1)[0]
+        if name:
+            try:
+                metadata.version(name)
+            except metadata.PackageNotFoundError:
+                missing.append(name)
+    return missing
+
+
+# Before any benchmark imports a package of its own (each imports this module first).
+require()
 
 BENCH_DB = "bench_agentbuilder"
 SHARED_PGDATA = ROOT / "var" / "pgdata"

@@ -33,7 +33,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx2 as httpx
 from common import (
     ONE_TOOL_CONFIG,
     BenchData,
@@ -51,6 +50,10 @@ from common import (
     table,
 )
 from sse_fake import PROSE, prose_deltas
+
+# common, imported first, has said which package is missing, if one is.
+# isort: split
+import httpx2 as httpx
 
 GUARDRAILS = [
     "HAIP-Profanity",

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,7 @@ from common import (
     machine,
     percentile,
     prepare,
+    require,
     stop_process,
     table,
 )
@@ -106,7 +108,7 @@ class Redis:
         import redis
 
         command = [
-            "/usr/bin/redis-server",
+            str(shutil.which("redis-server")),
             *("--port", str(self.port), "--bind", "127.0.0.1"),
             *("--save", "", "--appendonly", "no", "--dir", self.dir.name),
             *("--logfile", str(Path(self.dir.name) / "redis.log")),
@@ -488,6 +490,7 @@ def main() -> int:
     parser.add_argument("--pool", choices=("prefork", "solo"), default="prefork")
     parser.add_argument("--concurrency", type=int, default=2)
     args = parser.parse_args()
+    require(programs=["redis-server"])
     count = 40 if args.quick else 200
     print(machine())
     os.environ["EMBEDDING_PROVIDER"] = "local"

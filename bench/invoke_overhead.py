@@ -17,7 +17,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx2 as httpx
 from common import (
     BenchData,
     Database,
@@ -32,6 +31,10 @@ from common import (
     running,
     table,
 )
+
+# common, imported first, has said which package is missing, if one is.
+# isort: split
+import httpx2 as httpx
 
 REQUEST = {"messages": [{"role": "user", "content": "Say hello to the benchmark."}]}
 ANSWER = ("Hello ", "from the ", "benchmark's ", "fake model.")

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2 as httpx
 from common import (
     BenchData,
     Database,
@@ -36,6 +35,10 @@ from common import (
     table,
 )
 from invoke_overhead import Load, connect_cost, load, sessions_opened
+
+# common, imported first, has said which package is missing, if one is.
+# isort: split
+import httpx2 as httpx
 
 TEXT = "Say hello to the benchmark."
 TOOL = "What is 3 x 5?"  # the offline model reads "x" between numbers as `multiply`

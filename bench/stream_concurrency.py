@@ -25,8 +25,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx2 as httpx
-import psutil
 from common import (
     Database,
     Server,
@@ -42,6 +40,11 @@ from common import (
     stop_process,
 )
 from sse_fake import delta_text, expected_text
+
+# common, imported first, has said which package is missing, if one is.
+# isort: split
+import httpx2 as httpx
+import psutil
 
 DELTAS = 50
 PAUSE = 0.04
