@@ -214,12 +214,15 @@ OLD_KEY_CHECKS = f"""
 import jwt
 from datetime import UTC, datetime, timedelta
 from agents.mcp.secrets import HeadersUnreadable, _fernet, decrypt_headers, encrypt_headers
-from agents.tokens import token_decode, token_encode
+from django.conf import settings
+from agents.tokens import token_decode
 
 now = datetime.now(UTC)
-claims = {{"iss": "agentbuilder", "sub": "1", "iat": now, "exp": now + timedelta(hours=1)}}
+claims = {{
+    "iss": "agentbuilder", "sub": "1", "iat": now, "exp": now + timedelta(hours=1), "crd": "c",
+}}
 forged = jwt.encode(claims, {OLD_DEV_KEY!r}, algorithm="HS256")
-own, _ = token_encode(user_id=1, environment_id=None)
+own = jwt.encode(claims, settings.JWT_SIGNING_KEY, algorithm="HS256")
 try:
     token_decode(forged)
     forged_result = "accepted"
