@@ -290,6 +290,18 @@ HNSW_EF_SEARCH = env.int("HNSW_EF_SEARCH", default=300)
 # checked by the output guardrails before the client sees it.
 GUARDRAIL_WINDOW_CHARS = env.int("GUARDRAIL_WINDOW_CHARS", default=200)
 
+# ---------------------------------------------------------------- task agents
+
+# Bounds on rendering a task agent's prompt template (agents.templating). Characters: what
+# it may build or write, 1,000,000 being more than any model's context and a few MB of
+# memory; steps: loop iterations plus calls, Jinja's own range() cap; seconds: wall time,
+# where a real prompt takes milliseconds. Over them: 400 when saved if it shows, else the
+# run fails with `template_limit`.
+TASK_TEMPLATE_MAX_CHARS = env.int("TASK_TEMPLATE_MAX_CHARS", default=1_000_000)
+TASK_TEMPLATE_MAX_STEPS = env.int("TASK_TEMPLATE_MAX_STEPS", default=100_000)
+TASK_TEMPLATE_MAX_SECONDS = env.float("TASK_TEMPLATE_MAX_SECONDS", default=1.0)
+
+
 # ---------------------------------------------------------------- i18n, static
 
 LANGUAGE_CODE = "en-us"

@@ -11,14 +11,13 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-import jinja2
 import jsonschema
-from jinja2 import meta
-from jinja2.sandbox import SandboxedEnvironment
 from pydantic import Field, field_validator, model_validator
 
 from agentbuilder.errors import Invalid
 from agentbuilder.wire import CamelModel, parse
+from agents.templating import template_limits
+from agents.templating.static import TooLarge, check_limits, field_types, template_variables
 
 TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"  # what Bedrock and OpenAI both accept as a tool name
 
@@ -174,17 +173,6 @@ class RagAgentConfig(BaseAgentConfig, RagSettings):
         return prompt
 
 
-_jinja = SandboxedEnvironment(autoescape=False)
-
-
-def template_variables(template: str) -> set[str]:
-    """The variables a task prompt uses; raises ValueError on a syntax error."""
-    try:
-        return meta.find_undeclared_variables(_jinja.parse(template))
-    except jinja2.TemplateSyntaxError as exc:
-        raise ValueError(f"template syntax error on line {exc.lineno}: {exc.message}") from exc
-
-
 class TaskAgentConfig(BaseAgentConfig):
     system_prompt: str = Field(min_length=1, max_length=100_000)
     input_schema: JsonSchema
@@ -205,6 +193,16 @@ class TaskAgentConfig(BaseAgentConfig):
         if missing:
             names = ", ".join(f"'{m}'" for m in missing)
             raise Invalid.at(("systemPrompt",), f"template variables not in inputSchema: {names}")
+        return self
+
+    @model_validator(mode="after")
+    def _within_limits(self) -> TaskAgentConfig:
+        # What the constants already show; the rest is bounded while rendering.
+        types = field_types(self.input_schema)
+        try:
+            check_limits(self.system_prompt, template_limits(), types)
+        except TooLarge as exc:
+            raise Invalid.at(("systemPrompt",), f"the template is over a limit: {exc}") from None
         return self
 
 

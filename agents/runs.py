@@ -46,6 +46,7 @@ from agents.runtime.events import (
 from agents.runtime.spec import AgentSpec, McpServerSpec, Retriever, RunInput
 from agents.runtime.task_agent import TaskInputError, prepare_inputs
 from agents.runtime.transcript import Transcript
+from agents.templating import TemplateLimitError
 from guardrails.engines.rules import Rule
 from guardrails.selectors import guardrail_rules, unknown_guardrail_names
 
@@ -143,6 +144,10 @@ def invocation_start(
                 guard_window=_window(),
                 retrievers=_retrievers(spec, environment, rag_overrides),
             )
+    except TemplateOverLimit as exc:
+        _fail(run, exc.code, exc.message)
+        exc.run_id = run.pk
+        raise
     except (Invalid, DomainError) as exc:
         _fail(run, "invalid_request", str(exc))
         exc.run_id = run.pk
@@ -221,12 +226,25 @@ def _window() -> int:
     return int(settings.GUARDRAIL_WINDOW_CHARS)
 
 
+class TemplateOverLimit(DomainError):
+    """A task agent's prompt template went over a limit with these inputs: a 400, and the
+    run `failed` with this code."""
+
+    code = "template_limit"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{self.code}: {message}")
+        self.message = message
+
+
 def _task_inputs(config: TaskAgentConfig, inputs: Any) -> tuple[dict[str, Any], str]:
     try:
         return prepare_inputs(config, inputs if inputs is not None else {})
     except TaskInputError as exc:
         items = [ErrorItem(("body", "inputs", *path), msg) for path, msg in exc.problems]
         raise Invalid(items) from None
+    except TemplateLimitError as exc:
+        raise TemplateOverLimit(f"the prompt template went over a limit: {exc}") from None
 
 
 def agent_spec(*, agent: Agent, version: AgentVersion) -> AgentSpec:

@@ -151,7 +151,7 @@ class InvokeResponse(CamelModel):
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 # A failed run's status on non-streaming routes: the client's fault is a 400, a model that
 # timed out a 504, anything else the model or a tool did a 502.
-FAILURE_STATUS = {"provider_timeout": 504, "invalid_request": 400}
+FAILURE_STATUS = {"provider_timeout": 504, "invalid_request": 400, "template_limit": 400}
 
 
 def _messages(body: InvokeRequest) -> tuple[Message, ...]:

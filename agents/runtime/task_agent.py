@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from collections.abc import AsyncIterator, Mapping
@@ -9,7 +10,6 @@ from typing import Any
 
 import jinja2
 import jsonschema
-from jinja2.sandbox import SandboxedEnvironment
 
 from agents.configs import TaskAgentConfig
 from agents.llm.base import TASK_INPUTS_HEADER, Message, ModelRequest, ToolSpec
@@ -17,6 +17,7 @@ from agents.runtime.events import Event, ResponseCompleted, TextDelta
 from agents.runtime.model_step import StepResult, model_request, model_step
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
 from agents.runtime.tools.base import ToolFailure, schema_problems
+from agents.templating import TemplateLimitError, render, template_limits
 
 OUTPUT_TOOL = "task_output"
 
@@ -29,24 +30,12 @@ class TaskInputError(Exception):
         self.problems = problems
 
 
-def _as_text(value: Any) -> Any:
-    if isinstance(value, str | jinja2.Undefined):
-        return value  # an Undefined raises when printed: a missing variable is an error
-    return json.dumps(value, ensure_ascii=False)
-
-
-_jinja = SandboxedEnvironment(
-    undefined=jinja2.StrictUndefined,
-    autoescape=False,
-    finalize=_as_text,
-    keep_trailing_newline=True,
-)
-
-
 def prepare_inputs(config: TaskAgentConfig, inputs: Any) -> tuple[dict[str, Any], str]:
-    """Validated inputs with schema defaults filled, and the rendered prompt.
+    """Validated inputs with schema defaults filled, and the rendered prompt (CPU-bound for
+    up to TASK_TEMPLATE_MAX_SECONDS: not on the event loop).
 
-    Raises TaskInputError listing every violation with its path.
+    Raises TaskInputError listing every violation with its path, and TemplateLimitError
+    when rendering the prompt went over a limit.
     """
     if not isinstance(inputs, dict):
         raise TaskInputError([((), "inputs must be a JSON object")])
@@ -59,11 +48,17 @@ def prepare_inputs(config: TaskAgentConfig, inputs: Any) -> tuple[dict[str, Any]
     if problems:
         raise TaskInputError(problems)
     try:
-        prompt = _jinja.from_string(config.system_prompt).render(**filled)
+        prompt = render(config.system_prompt, filled, template_limits())
+    except TemplateLimitError:
+        raise
     except jinja2.UndefinedError as exc:
         raise TaskInputError([((), f"template variable missing: {exc.message}")]) from None
     except jinja2.TemplateError as exc:
         raise TaskInputError([((), f"the prompt template failed: {exc}")]) from None
+    except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
+        # The template's own code failed on these inputs (1 / 0, int('x')): not a bug here.
+        message = f"{type(exc).__name__}: {exc}"
+        raise TaskInputError([((), f"the prompt template failed: {message}")]) from None
     return filled, prompt
 
 
@@ -90,7 +85,14 @@ async def run_task_agent(
 ) -> AsyncIterator[Event]:
     config = spec.config
     assert isinstance(config, TaskAgentConfig)
-    inputs, prompt = prepare_inputs(config, dict(run_input.inputs or {}))
+    try:
+        inputs, prompt = await asyncio.to_thread(
+            prepare_inputs, config, dict(run_input.inputs or {})
+        )
+    except TemplateLimitError as exc:
+        raise RunFailure(
+            "template_limit", f"the prompt template went over a limit: {exc}"
+        ) from None
     messages = [_inputs_message(inputs)]
     if config.output_schema is None:
         step = StepResult()
