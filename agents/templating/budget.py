@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import jinja2
 from django.conf import settings
 
 T = TypeVar("T")
@@ -116,6 +117,8 @@ def weight(value: Any, cap: int, budget: Budget | None = None) -> int:
             total += len(item)
             if total <= cap and not isinstance(item, range):
                 pending.extend(item)
+        elif isinstance(item, jinja2.Undefined):
+            total += 1  # any attribute of a StrictUndefined raises: leave it for printing
         else:
             attrs = getattr(item, "_Namespace__attrs", None)  # jinja2's namespace()
             total += 1

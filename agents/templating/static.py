@@ -47,11 +47,17 @@ def parse(source: str) -> nodes.Template:
     template nested past what the parser can follow."""
     try:
         compiled(source)  # compiling finds unknown (and dropped) filters too
-        return ENVIRONMENT.parse(source)
+        return _tree(source)
     except jinja2.TemplateSyntaxError as exc:
         raise ValueError(f"template syntax error on line {exc.lineno}: {exc.message}") from exc
     except RecursionError:
         raise ValueError("the template is nested too deeply") from None
+
+
+@functools.lru_cache(maxsize=256)
+def _tree(source: str) -> nodes.Template:
+    # Every run validates its config again: parse each template once. Read, never changed.
+    return ENVIRONMENT.parse(source)
 
 
 def template_variables(source: str) -> set[str]:
