@@ -232,6 +232,20 @@ CELERY_RESULT_BACKEND = None
 # 0 restores Celery's default.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 
+# ---------------------------------------------------------------- liveness
+
+# A run or an ingestion whose process died (killed, out of memory, host lost) is closed
+# within this many seconds by any other live process, or by its own restart: runs become
+# `failed` (`interrupted`), documents are ingested again (agentbuilder.liveness).
+LIVENESS_SECONDS = env.float("LIVENESS_SECONDS", default=60.0)
+# Without a broker, uploads are ingested by this many threads of the web process, after
+# the 202 answer; 0: inside the upload request (the tests, whose rows other threads
+# cannot see).
+INGESTION_WORKERS = env.int("INGESTION_WORKERS", default=2)
+# Ingestions a document may start before it is `failed` for good: each one its process
+# died in (a document that brings its worker down) counts.
+INGESTION_MAX_ATTEMPTS = env.int("INGESTION_MAX_ATTEMPTS", default=3)
+
 # ---------------------------------------------------------------- LLM
 
 LLM_OFFLINE = env.bool("LLM_OFFLINE", default=False)

@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class AgentsConfig(AppConfig):
     name = "agents"
     verbose_name = "Agents"
+
+    def ready(self) -> None:
+        from agents import run_leases
+
+        run_leases.register()

@@ -5,6 +5,9 @@ import os
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production")
 os.environ.setdefault("LLM_OFFLINE", "true")
 os.environ.setdefault("DEBUG", "false")
+# Uploads ingested inside the request: a test's rows are invisible to other threads until
+# it commits. Tests of the background ingestion turn it on (and commit).
+os.environ.setdefault("INGESTION_WORKERS", "0")
 
 from agentbuilder.settings import *  # noqa: F403
 

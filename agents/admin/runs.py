@@ -3,16 +3,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
 from agents.models import Run
+from agents.run_leases import runs_mark_failed
 
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    """Runs are records of what happened: readable, filterable, never edited."""
+    """Runs are records of what happened: readable, filterable, never edited, except that
+    a run stuck `in_progress` can be closed (its lease shows whether its process lives)."""
 
     list_display = [
         "id",
@@ -44,8 +47,10 @@ class RunAdmin(admin.ModelAdmin):
         "pretty_messages",
         "pretty_output",
         "error",
+        "lease_until",
     ]
     exclude = ["messages", "output"]
+    actions = ["mark_failed"]
 
     @admin.display(description="version")
     def version_number(self, run: Run) -> int:
@@ -62,6 +67,18 @@ class RunAdmin(admin.ModelAdmin):
     @admin.display(description="output")
     def pretty_output(self, run: Run) -> str:
         return format_html("<pre>{}</pre>", json.dumps(run.output, indent=2, ensure_ascii=False))
+
+    @admin.action(
+        description="Mark the selected in-progress runs failed (interrupted)", permissions=["close"]
+    )
+    def mark_failed(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        closed = runs_mark_failed(runs=queryset, by=request.user)
+        skipped = queryset.count() - closed
+        note = f" ({skipped} had ended already and stay as they were)" if skipped else ""
+        self.message_user(request, f"{closed} run(s) marked failed{note}.", messages.SUCCESS)
+
+    def has_close_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("agents.change_run")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

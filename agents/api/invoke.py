@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Annotated, Any, Literal
@@ -218,58 +219,70 @@ CLIENT_GONE = (asyncio.CancelledError, GeneratorExit, OSError)
 PROCESS_EXIT = (KeyboardInterrupt, SystemExit)
 
 
-async def recorded_events(invocation: Invocation) -> AsyncGenerator[Event, None]:
-    """The run's events, recorded as they pass; the run row is written once at the end:
+class RecordedEvents:
+    """A run's events, recorded as they pass; the run row is written once at the end:
     `canceled` when the client went away, `failed` (`internal_error`, logged with its
     traceback) when anything unexpected broke the run or the encoding of its stream.
-    Every protocol streams through this."""
-    recorder = RunRecorder(invocation)
-    canceled = False
-    try:
-        broken: ResponseFailed | None = None
+    Every protocol streams through this, closing it with `aclosing`."""
+
+    def __init__(self, invocation: Invocation) -> None:
+        self.invocation = invocation
+        self.broken_by: BaseException | None = None
+        self._events = self._recorded()
+
+    def __aiter__(self) -> RecordedEvents:
+        return self
+
+    async def __anext__(self) -> Event:
+        return await self._events.__anext__()
+
+    async def aclose(self) -> None:
+        # The consumer's `aclosing` calls this while it handles what ended its loop: the
+        # client going away, or an error of its own (an encoder's), which is no cancel.
+        failure = sys.exc_info()[1]
+        if failure is not None and not isinstance(failure, CLIENT_GONE):
+            self.broken_by = failure
+        await self._events.aclose()
+
+    async def _recorded(self) -> AsyncGenerator[Event, None]:
+        invocation = self.invocation
+        recorder = RunRecorder(invocation)
+        canceled = False
         try:
-            async for event in run(
-                invocation.spec, invocation.run_input, response_id=invocation.response_id
-            ):
-                recorder.observe(event)
-                yield event
-        except (*CLIENT_GONE, *PROCESS_EXIT):
+            broken: ResponseFailed | None = None
+            try:
+                async for event in run(
+                    invocation.spec, invocation.run_input, response_id=invocation.response_id
+                ):
+                    recorder.observe(event)
+                    yield event
+            except (*CLIENT_GONE, *PROCESS_EXIT):
+                raise
+            except BaseException:
+                # The runtime ends its own failures with ResponseFailed: this escaped it (a
+                # tool's BaseException, a bug below it). The client still gets a last line.
+                logger.exception("run %s broke", invocation.run_id)
+                broken = recorder.broke()
+            if broken is not None:  # yielded outside the except: no exception context
+                yield broken
+        except CLIENT_GONE:
+            if self.broken_by is None:
+                canceled = True
+            else:
+                failure = self.broken_by
+                logger.error("the stream of run %s broke", invocation.run_id, exc_info=failure)
+                recorder.broke()
             raise
-        except BaseException:
-            # The runtime ends its own failures with ResponseFailed: this escaped it (a
-            # tool's BaseException, a bug below it). The client still gets a last line.
-            logger.exception("run %s broke", invocation.run_id)
-            broken = recorder.broke()
-        if broken is not None:  # yielded outside the except: no exception context
-            yield broken
-    except CLIENT_GONE as exc:
-        failure = _consumer_failure(exc)
-        if failure is None:
-            canceled = True
-        else:
-            logger.error("the stream of run %s broke", invocation.run_id, exc_info=failure)
-            recorder.broke()
-        raise
-    except PROCESS_EXIT:
-        recorder.broke("interrupted", "the server process stopped during the run")
-        raise
-    finally:
-        # On a disconnect this runs in a cancelled task: shield the write.
-        await asyncio.shield(in_db(recorder.save)(canceled=canceled))
+        except PROCESS_EXIT:
+            recorder.broke("interrupted", "the server process stopped during the run")
+            raise
+        finally:
+            # On a disconnect this runs in a cancelled task: shield the write.
+            await asyncio.shield(in_db(recorder.save)(canceled=canceled))
 
 
-def _consumer_failure(closing: BaseException) -> BaseException | None:
-    """Why the consumer closed the stream: an error of its own (an encoder's), or None when
-    the client went away. Python keeps what the consumer was handling when it closed us as
-    the context of the GeneratorExit thrown in here."""
-    cause = closing.__context__
-    for _ in range(20):  # a chain, not a cycle
-        if cause is None:
-            return None
-        if not isinstance(cause, CLIENT_GONE):
-            return cause
-        cause = cause.__context__
-    return None
+def recorded_events(invocation: Invocation) -> RecordedEvents:
+    return RecordedEvents(invocation)
 
 
 async def collected_events(invocation: Invocation) -> list[Event]:

@@ -1,0 +1,148 @@
+"""No run is left `in_progress` (SPEC section 7): whatever stops it, something closes it.
+
+- The stream ends, the client leaves, anything breaks: `recorded_events` records it.
+- The stream never starts (the client left before the first byte, while the view was
+  still opening the run or before the server iterated the response): the run is
+  `canceled` as soon as its Invocation is dropped, or at the latest once a lease's length
+  has passed without its stream starting.
+- Its process dies: the process stops renewing the run's lease (agentbuilder.liveness),
+  and any live process marks it `failed` (`interrupted`).
+- And an admin can mark stuck runs failed by hand.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Now
+
+from agentbuilder import liveness
+from agents.models import Run, RunStatus
+
+logger = logging.getLogger(__name__)
+
+LEASES = "runs"
+INTERRUPTED = {
+    "code": "interrupted",
+    "message": "the server process running this run stopped before it finished",
+}
+# In the database's clock, as the leases are.
+ELAPSED_MS = RawSQL(
+    "GREATEST(0, EXTRACT(EPOCH FROM (STATEMENT_TIMESTAMP() - started_at)) * 1000)::integer", ()
+)
+
+
+@dataclass
+class _Opened:
+    at: float  # time.monotonic()
+    started: bool = False
+
+
+_opened: dict[uuid.UUID, _Opened] = {}
+_lock = threading.Lock()
+_dropped: queue.SimpleQueue[uuid.UUID] = queue.SimpleQueue()
+
+
+def register() -> None:
+    liveness.register(LEASES, renew=_renew, sweep=runs_sweep)
+
+
+def run_opened(run_id: uuid.UUID, invocation: object) -> None:
+    """The run's row exists and `invocation` carries it to a stream: lease it until then."""
+    with _lock:
+        _opened[run_id] = _Opened(time.monotonic())
+    liveness.hold(LEASES, run_id)
+    weakref.finalize(invocation, _on_dropped, run_id)
+
+
+def run_started(run_id: uuid.UUID) -> None:
+    """Its stream began: from here on, the stream records how the run ends."""
+    with _lock:
+        opened = _opened.get(run_id)
+        if opened is not None:
+            opened.started = True
+
+
+def run_ended(run_id: uuid.UUID) -> None:
+    with _lock:
+        _opened.pop(run_id, None)
+    liveness.release(LEASES, run_id)
+
+
+def _on_dropped(run_id: uuid.UUID) -> None:
+    # A finalizer may run in any thread, inside any lock: queue puts only.
+    _dropped.put(run_id)
+    liveness.wake()
+
+
+def _renew(run_ids: Collection[uuid.UUID]) -> None:
+    Run.objects.filter(pk__in=run_ids, status=RunStatus.IN_PROGRESS).update(
+        lease_until=liveness.lease_expiry()
+    )
+
+
+def runs_sweep() -> None:
+    """Cancel this process's runs whose stream will never start, then fail every run whose
+    process died."""
+    runs_cancel_unstarted()
+    runs_interrupt_expired()
+
+
+def runs_cancel_unstarted() -> int:
+    dropped = set()
+    while True:
+        try:
+            dropped.add(_dropped.get_nowait())
+        except queue.Empty:
+            break
+    deadline = time.monotonic() - liveness.lease_seconds()
+    with _lock:
+        unstarted = [
+            run_id
+            for run_id, opened in _opened.items()
+            if not opened.started and (run_id in dropped or opened.at < deadline)
+        ]
+        for run_id in unstarted:
+            del _opened[run_id]
+    for run_id in unstarted:
+        liveness.release(LEASES, run_id)
+    if not unstarted:
+        return 0
+    closed = _close(Run.objects.filter(pk__in=unstarted), RunStatus.CANCELED)
+    logger.info("%s run(s) whose client left before their stream began: canceled", closed)
+    return closed
+
+
+def runs_interrupt_expired() -> int:
+    """Mark `failed` (`interrupted`) every in-progress run whose lease ran out; runs from
+    before leases (no lease at all) once they are a lease's length old."""
+    lease = timedelta(seconds=liveness.lease_seconds())
+    expired = Q(lease_until__lt=Now()) | Q(lease_until__isnull=True, started_at__lt=Now() - lease)
+    closed = _close(Run.objects.filter(expired), RunStatus.FAILED, INTERRUPTED)
+    if closed:
+        logger.warning("%s run(s) whose process stopped: failed (interrupted)", closed)
+    return closed
+
+
+def runs_mark_failed(*, runs: QuerySet[Run], by: Any) -> int:
+    """An admin's verdict on runs they judge stuck: the in-progress ones become `failed`
+    (`interrupted`). If such a run was alive after all, its own end overwrites this."""
+    message = f"marked failed by {by} while in progress"
+    return _close(runs, RunStatus.FAILED, {**INTERRUPTED, "message": message})
+
+
+def _close(runs: QuerySet[Run], status: str, error: dict[str, str] | None = None) -> int:
+    return runs.filter(status=RunStatus.IN_PROGRESS).update(
+        status=status, completed_at=Now(), latency_ms=ELAPSED_MS, error=error, lease_until=None
+    )
