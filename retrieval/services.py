@@ -12,10 +12,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agentbuilder.errors import DomainError, Invalid
+from agentbuilder import liveness
+from agentbuilder.errors import Conflict, DomainError, Invalid
 from retrieval.chunking import Piece, split
 from retrieval.embedders.base import Embedder, EmbeddingError
 from retrieval.embedders.registry import embedder_for
@@ -55,10 +56,14 @@ def document_create(
     source_name: str = "",
     doc_type: str = "",
     metadata: dict[str, Any] | None = None,
+    idempotency_key: str = "",
 ) -> Document:
     """Store an upload as a pending document; ingestion starts once the transaction commits.
+    With an `idempotency_key`, the caller's earlier upload under that key (even one being
+    stored concurrently) is the answer, not a second document.
 
-    Raises UnsupportedMediaType (415), TooLarge (413) or Invalid.
+    Raises UnsupportedMediaType (415), TooLarge (413), Invalid, or Conflict (409) when the
+    key was used for another upload.
     """
     if len(data) > settings.DOCUMENT_MAX_BYTES:
         raise TooLarge(f"Documents are limited to {settings.DOCUMENT_MAX_BYTES} bytes.")
@@ -68,29 +73,59 @@ def document_create(
         raise UnsupportedMediaType(f'Unsupported media type "{exc}".') from None
     if not title.strip():
         raise Invalid.at(("body", "title"), "must not be empty")
-    document = Document.objects.create(
-        environment_id=environment_id,
-        title=title,
-        doc_type=doc_type,
-        metadata=metadata or {},
-        source_name=source_name,
-        media_type=resolved,
-        source=data,
-        created_by=user,
-    )
+    if idempotency_key:
+        earlier = _keyed_upload(user, idempotency_key)
+        if earlier is not None:
+            return _same_upload(earlier, environment_id, title, data)
+    try:
+        with transaction.atomic():
+            document = Document.objects.create(
+                environment_id=environment_id,
+                title=title,
+                doc_type=doc_type,
+                metadata=metadata or {},
+                source_name=source_name,
+                media_type=resolved,
+                source=data,
+                created_by=user,
+                idempotency_key=idempotency_key,
+                # Until ingestion is queued: if this process dies first, another queues it.
+                lease_until=liveness.lease_expiry(),
+            )
+    except IntegrityError:
+        earlier = _keyed_upload(user, idempotency_key) if idempotency_key else None
+        if earlier is None:
+            raise
+        return _same_upload(earlier, environment_id, title, data)  # a concurrent twin won
     document_schedule(document_id=document.pk)
+    return document
+
+
+def _keyed_upload(user: Any, key: str) -> Document | None:
+    return Document.objects.filter(created_by=user, idempotency_key=key).first()
+
+
+def _same_upload(document: Document, environment_id: Any, title: str, data: bytes) -> Document:
+    if (
+        str(document.environment_id) != str(environment_id)
+        or document.title != title
+        or bytes(document.source) != data
+    ):
+        raise Conflict("This Idempotency-Key was used for another upload.")
     return document
 
 
 def document_schedule(*, document_id: uuid.UUID) -> None:
     """Queue ingestion after commit: a worker must find the row it is told about."""
-    from retrieval.tasks import ingest_document
+    from retrieval.ingestion import ingestion_queue
 
-    transaction.on_commit(lambda: ingest_document.delay(str(document_id)))
+    transaction.on_commit(lambda: ingestion_queue(document_id))
 
 
 def document_reingest(*, document: Document) -> None:
-    Document.objects.filter(pk=document.pk).update(status=DocumentStatus.PENDING, error="")
+    Document.objects.filter(pk=document.pk).update(
+        status=DocumentStatus.PENDING, error="", attempts=0, lease_until=liveness.lease_expiry()
+    )
     document_schedule(document_id=document.pk)
 
 
@@ -147,13 +182,22 @@ def _store(document_id: uuid.UUID, pieces: list[Piece], vectors: list[list[float
         for piece, vector in zip(pieces, vectors, strict=True)
     )
     Document.objects.filter(pk=document_id).update(
-        status=DocumentStatus.READY, error="", ingested_at=timezone.now(), chunk_count=len(pieces)
+        status=DocumentStatus.READY,
+        error="",
+        ingested_at=timezone.now(),
+        chunk_count=len(pieces),
+        lease_until=None,
     )
+
+
+def document_fail(*, document_id: uuid.UUID, reason: str) -> None:
+    """Give up on a document: `failed` with the reason, and no chunks."""
+    _fail(document_id, reason)
 
 
 @transaction.atomic
 def _fail(document_id: uuid.UUID, reason: str) -> None:
     Chunk.objects.filter(document_id=document_id).delete()
     Document.objects.filter(pk=document_id).update(
-        status=DocumentStatus.FAILED, error=reason[:2000], chunk_count=0
+        status=DocumentStatus.FAILED, error=reason[:2000], chunk_count=0, lease_until=None
     )

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 
+from agentbuilder import liveness
+from retrieval.ingestion import leased
 from retrieval.services import document_ingest
 
 
-@shared_task(name="retrieval.ingest_document", acks_late=True)
-def ingest_document(document_id: str) -> str:
-    return str(document_ingest(document_id=document_id))
+@shared_task(bind=True, name="retrieval.ingest_document", acks_late=True)
+def ingest_document(task: Any, document_id: str) -> str:
+    if not task.request.called_directly:  # in a worker: renew its leases, sweep with the rest
+        liveness.ensure_started()
+    with leased(document_id):
+        return str(document_ingest(document_id=document_id))
