@@ -17,6 +17,7 @@ from agents.models import Agent, Environment
 from agents.selectors import DEFAULT_ENVIRONMENT
 from agents.services import agent_create
 from retrieval.models import Document, DocumentStatus
+from retrieval.ingestion import ingestion_wait
 from retrieval.services import document_create, document_ingest
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "samples"
@@ -105,8 +106,10 @@ class Command(BaseCommand):
                 metadata=sample.metadata,
             )
             self.stdout.write(f"created sample document '{sample.title}'")
-        # Without a broker the upload was ingested on commit already; with one, or inside
-        # a transaction, it is still pending: ingest it in this process.
+        # Without a broker the upload is being ingested by this process's threads since
+        # the commit: wait for them. With a broker, or inside a transaction, it is still
+        # pending: ingest it in this process.
+        ingestion_wait(300)
         status = Document.objects.filter(pk=document.pk).values_list("status", flat=True).get()
         if status != DocumentStatus.READY:
             status = document_ingest(document_id=document.pk)
