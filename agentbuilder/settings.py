@@ -174,7 +174,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["agentbuilder.api.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "agentbuilder.api.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "agentbuilder.api.errors.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["agents.api.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
@@ -314,7 +314,6 @@ GUARDRAIL_WINDOW_CHARS = env.int("GUARDRAIL_WINDOW_CHARS", default=200)
 TASK_TEMPLATE_MAX_CHARS = env.int("TASK_TEMPLATE_MAX_CHARS", default=1_000_000)
 TASK_TEMPLATE_MAX_STEPS = env.int("TASK_TEMPLATE_MAX_STEPS", default=100_000)
 TASK_TEMPLATE_MAX_SECONDS = env.float("TASK_TEMPLATE_MAX_SECONDS", default=1.0)
-
 
 # ---------------------------------------------------------------- i18n, static
 

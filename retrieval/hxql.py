@@ -72,6 +72,9 @@ _LENIENT_PAIRS = {
 _SELECT_ARGS = {"expressions", "from_", "where"}
 _UNQUOTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"\d+(\.\d+)?")
+# A double's range and far past its precision: a longer literal is not a value one means (and
+# 1000…(5,000 zeros).5 would become Infinity, an int that many digits a ValueError).
+MAX_NUMBER_DIGITS = 300
 _DATE = re.compile(r"\d{4}-?\d{2}-?\d{2}")
 # Text up to the first quote or /* comment the tokenizer could not close.
 _CLOSED = re.compile(r"""(?:[^'"/]|/(?!\*)|'(?:[^']|'')*+'|"(?:[^"]|"")*+")*""")
@@ -314,6 +317,8 @@ def _field(node: exp.Expr) -> tuple[str, int]:
 def _literal(node: exp.Expr) -> Scalar:
     number = node.this if isinstance(node, exp.Neg) else node
     if isinstance(number, exp.Literal) and not number.is_string:
+        if len(number.name) > MAX_NUMBER_DIGITS:
+            raise HxqlError(f"number longer than {MAX_NUMBER_DIGITS} digits", _pos(node))
         value = float(number.name) if "." in number.name else int(number.name)
         return -value if number is not node else value
     if isinstance(node, exp.Literal):

@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.core import exceptions as dj
 from django.http import Http404, HttpRequest, JsonResponse
+from pydantic import BaseModel, Field
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
@@ -20,6 +21,19 @@ from agentbuilder.errors import DomainError, ErrorItem, Invalid
 
 BEARER_CHALLENGE = 'Bearer realm="api"'
 FORBIDDEN = "You do not have permission to perform this action."
+
+
+class ErrorDetailItem(BaseModel):
+    loc: list[str | int] = Field(description='Where: ["body", "config", "tools", 0, ...].')
+    msg: str
+    type: str
+
+
+class ErrorBody(BaseModel):
+    """SPEC section 2's error body, for the OpenAPI document: a message, or (400) the
+    located problems."""
+
+    detail: str | list[ErrorDetailItem]
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

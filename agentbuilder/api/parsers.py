@@ -1,9 +1,12 @@
 """Body parsers with limits: a body over API_MAX_BODY_BYTES is a 413, read or not; JSON nested
-deeper than MAX_DEPTH, or text holding a NUL character, is a 400 before a view sees it."""
+deeper than MAX_DEPTH, or text PostgreSQL cannot store (a NUL character, a lone surrogate), is
+a 400 naming where, before a view sees it. `loads_json` holds a JSON text inside a form field
+to the same rules."""
 
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Mapping
 from typing import IO, Any
 
@@ -17,6 +20,26 @@ from agentbuilder.errors import Invalid, Loc
 # RecursionError. 100 levels is a schema about 50 objects deep, well past real ones.
 MAX_DEPTH = 100
 NUL_MESSAGE = "text must not contain NUL characters (\\u0000)"
+SURROGATE_MESSAGE = "text must be valid Unicode, without lone surrogates (\\ud800-\\udfff)"
+
+
+def text_problem(value: str) -> str | None:
+    """Why PostgreSQL (and UTF-8) cannot hold this text, or None."""
+    if "\x00" in value:
+        return NUL_MESSAGE
+    if not value.isascii():
+        # JSON's "\ud800" escape decodes to a surrogate that no UTF-8 encoder accepts.
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return SURROGATE_MESSAGE
+    return None
+
+
+def check_text(value: str, loc: Loc) -> None:
+    problem = text_problem(value)
+    if problem is not None:
+        raise Invalid.at(loc, problem)
 
 
 class RequestTooLarge(exceptions.APIException):
@@ -36,40 +59,57 @@ def _bounded(stream: IO[bytes], meta: Mapping[str, Any], limit: int) -> IO[bytes
     return io.BytesIO(body)
 
 
-def _too_deep(max_depth: int) -> exceptions.ParseError:
-    return exceptions.ParseError(f"JSON parse error - nested deeper than {max_depth} levels")
+def _too_deep(loc: Loc, max_depth: int) -> Invalid:
+    return Invalid.at(loc, f"JSON nested deeper than {max_depth} levels", "json_invalid")
 
 
-def _check_json(data: Any, max_depth: int) -> None:
-    """Raise for nesting past `max_depth` or a NUL anywhere (PostgreSQL text cannot hold one).
+def check_json(data: Any, loc: Loc = ("body",), max_depth: int = MAX_DEPTH) -> None:
+    """Raise Invalid for nesting past `max_depth` or text `text_problem` refuses, in a key
+    (located at its object) or a value.
 
     Iterative, stacking only containers: the data may be nearly as deep as the interpreter's
     recursion limit, and a 1 MiB array can hold half a million scalars.
     """
-    if isinstance(data, str) and "\x00" in data:
-        raise Invalid.at(("body",), NUL_MESSAGE)
-    stack: list[tuple[Any, Loc]] = [(data, ("body",))] if isinstance(data, dict | list) else []
+    if isinstance(data, str):
+        check_text(data, loc)
+    stack: list[tuple[Any, Loc]] = [(data, loc)] if isinstance(data, dict | list) else []
     while stack:
-        node, loc = stack.pop()
-        if len(loc) > max_depth:
-            raise _too_deep(max_depth)
+        node, at = stack.pop()
+        if len(at) - len(loc) >= max_depth:
+            raise _too_deep(loc, max_depth)
         items = node.items() if isinstance(node, dict) else enumerate(node)
         for key, value in items:
-            if isinstance(key, str) and "\x00" in key:
-                raise Invalid.at(loc, NUL_MESSAGE)
+            if isinstance(key, str):
+                check_text(key, at)
             if isinstance(value, str):
-                if "\x00" in value:
-                    raise Invalid.at((*loc, key), NUL_MESSAGE)
+                check_text(value, (*at, key))
             elif isinstance(value, dict | list):
-                stack.append((value, (*loc, key)))
+                stack.append((value, (*at, key)))
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def loads_json(text: str, loc: Loc, max_depth: int = MAX_DEPTH) -> Any:
+    """A JSON text held in a form field, checked as a JSON body is; Invalid at `loc`."""
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise Invalid.at(loc, f"not valid JSON: {exc.msg}", "json_invalid") from None
+    except ValueError as exc:  # NaN, Infinity
+        raise Invalid.at(loc, f"not valid JSON: {exc}", "json_invalid") from None
+    except RecursionError:
+        raise _too_deep(loc, max_depth) from None
+    check_json(data, loc, max_depth)
+    return data
 
 
 def _check_form(data: QueryDict) -> None:
     for key, values in data.lists():
-        if "\x00" in key:
-            raise Invalid.at(("body",), NUL_MESSAGE)
-        if any("\x00" in value for value in values):
-            raise Invalid.at(("body", key), NUL_MESSAGE)
+        check_text(key, ("body",))
+        for value in values:
+            check_text(value, ("body", key))
 
 
 class LimitedParserMixin:
@@ -89,8 +129,8 @@ class JSONParser(LimitedParserMixin, parsers.JSONParser):
         try:
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:
-            raise _too_deep(self.max_depth) from None
-        _check_json(data, self.max_depth)
+            raise _too_deep(("body",), self.max_depth) from None
+        check_json(data, ("body",), self.max_depth)
         return data
 
 
@@ -99,3 +139,14 @@ class FormParser(LimitedParserMixin, parsers.FormParser):
         data = super().parse(stream, media_type, parser_context)
         _check_form(data)
         return data
+
+
+class MultiPartParser(LimitedParserMixin, parsers.MultiPartParser):
+    """Form fields and file names held to `text_problem` (they are stored as text)."""
+
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        parsed = super().parse(stream, media_type, parser_context)
+        _check_form(parsed.data)
+        for key, upload in parsed.files.items():
+            check_text(upload.name or "", ("body", key))
+        return parsed

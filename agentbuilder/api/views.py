@@ -10,7 +10,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agentbuilder.errors import Invalid
+from agentbuilder.api.errors import ErrorBody
+from agentbuilder.api.parsers import check_text
 from agentbuilder.wire import parse
 
 M = TypeVar("M", bound=BaseModel)
@@ -18,6 +19,20 @@ M = TypeVar("M", bound=BaseModel)
 
 class ApiView(APIView):
     request: Request
+    # What the OpenAPI document says of the view's errors (agentbuilder.api.openapi): the
+    # body its exception handler writes, whether its writes may meet a taken name (409),
+    # whether it waits on a model or an MCP server (502, 504).
+    error_schema: type[BaseModel] = ErrorBody
+    conflicts: bool = False
+    upstream: bool = False
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        # After authentication (a stranger learns nothing), before any lookup by the value:
+        # PostgreSQL cannot compare with text it cannot hold (`/v1/threads/a%00b`).
+        for name, value in kwargs.items():
+            if isinstance(value, str):
+                check_text(value, ("path", name))
 
     def body(self, model: type[M]) -> M:
         return parse(model, self.request.data, "body")
@@ -25,8 +40,7 @@ class ApiView(APIView):
     def query(self, model: type[M]) -> M:
         params = self.request.query_params.dict()
         for key, value in params.items():
-            if "\x00" in value:  # PostgreSQL refuses NUL in text: say so, do not crash
-                raise Invalid.at(("query", key), "must not contain the NUL character")
+            check_text(value, ("query", key))
         return parse(model, params, "query")
 
     @cached_property
@@ -35,10 +49,13 @@ class ApiView(APIView):
         from agents.selectors import environment_resolve
 
         claims = self.request.auth
+        header = self.request.headers.get("X-Environment")
+        if header is not None:
+            check_text(header, ("header", "X-Environment"))
         return environment_resolve(
             user=self.request.user,
             claim=getattr(claims, "environment_id", None),
-            header=self.request.headers.get("X-Environment"),
+            header=header,
         )
 
 

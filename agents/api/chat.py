@@ -22,7 +22,8 @@ from typing import Any
 
 from adrf.views import APIView as AsyncAPIView
 from django.http import StreamingHttpResponse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -32,6 +33,7 @@ from agentbuilder.api.views import ApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid
 from agents import selectors
+from agents.api.chat_schemas import ChatCompletion, OpenAIError
 from agents.api.invoke import FAILURE_STATUS, collected_events, recorded_events, run_headers
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.configs import StructuredOutputTool, ToolAgentConfig
@@ -107,6 +109,7 @@ class OpenAIAnswers:
 
     content_negotiation_class = _JsonAnswers
     not_found_code = "not_found"
+    error_schema = OpenAIError
 
     def get_exception_handler(self) -> Any:
         return openai_exception_handler
@@ -114,6 +117,7 @@ class OpenAIAnswers:
 
 class _ChatCompletionsBase(OpenAIAnswers, AsyncAPIView, ApiView):
     route = "/chat/completions"
+    upstream = True
 
     async def complete(self, agent_id: uuid.UUID | None, version_ref: str) -> Any:
         body, invocation = await in_db(self._start)(agent_id, version_ref)
@@ -249,11 +253,21 @@ def _event_stream(invocation: Invocation, encoder: ChunkEncoder) -> StreamingHtt
     return response
 
 
-SUCCESS = OpenApiResponse(
-    response=dict,
-    description="A `chat.completion` object; with `stream: true`, `text/event-stream` of "
-    "`chat.completion.chunk`s ending with `data: [DONE]`.",
+COMPLETION_REQUEST = OpenApiExample(
+    "question",
+    summary="`model` names the agent (on the per-version route it may be left out)",
+    value={"model": "calculator", "messages": [{"role": "user", "content": "What is 3 times 5?"}]},
+    request_only=True,
 )
+ANSWERS = {
+    (200, "application/json"): OpenApiResponse(
+        ChatCompletion, description="A `chat.completion`; with `stream: true`, server-sent events."
+    ),
+    (200, "text/event-stream"): OpenApiResponse(
+        OpenApiTypes.STR,
+        description="`chat.completion.chunk` objects, one a `data:` event, then `data: [DONE]`.",
+    ),
+}
 
 
 class ChatCompletionsView(_ChatCompletionsBase):
@@ -261,7 +275,8 @@ class ChatCompletionsView(_ChatCompletionsBase):
         operation_id="agents_chat_completions",
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
         request=ChatCompletionRequest,
-        responses={200: SUCCESS},
+        examples=[COMPLETION_REQUEST],
+        responses=ANSWERS,
         tags=["invoke"],
         summary="OpenAI chat completions with an agent version",
     )
@@ -276,7 +291,8 @@ class ModelChatCompletionsView(_ChatCompletionsBase):
         operation_id="chat_completions",
         parameters=[ENVIRONMENT],
         request=ChatCompletionRequest,
-        responses={200: SUCCESS},
+        examples=[COMPLETION_REQUEST],
+        responses=ANSWERS,
         tags=["invoke"],
         summary="OpenAI chat completions with the agent that `model` names",
     )

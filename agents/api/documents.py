@@ -6,24 +6,23 @@ list and search, CREATE to upload, DELETE to delete.
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import datetime
 from typing import Any, Literal
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from pydantic import Field
-from rest_framework import parsers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import PageQuery, Pagination, paginate
-from agentbuilder.api.parsers import JSONParser, LimitedParserMixin
+from agentbuilder.api.parsers import JSONParser, MultiPartParser, loads_json
 from agentbuilder.api.views import ApiView, render
 from agentbuilder.errors import Invalid, NotFound, PermissionDenied
-from agentbuilder.wire import CamelModel, OutputModel
-from agents.api.views import ENVIRONMENT, PAGE
+from agentbuilder.wire import CamelModel, OutputModel, parse
+from agents.api.views import ENVIRONMENT
 from agents.configs import RagSettings
 from agents.models import Environment
 from agents.permissions import Action, environments_with
@@ -31,12 +30,21 @@ from agents.rag import search_now, search_request
 from retrieval import services
 from retrieval.models import Document
 
+IDEMPOTENCY_KEY_MAX = 255
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    str,
+    OpenApiParameter.HEADER,
+    description="The same key from the same caller answers the first upload's document "
+    "instead of storing a second one (409 if the upload differs).",
+)
+
 
 class DocumentJSONParser(JSONParser):
     max_body_bytes = settings.DOCUMENT_MAX_BYTES + 64 * 1024  # the text plus its JSON
 
 
-class DocumentMultiPartParser(LimitedParserMixin, parsers.MultiPartParser):
+class DocumentMultiPartParser(MultiPartParser):
     max_body_bytes = settings.DOCUMENT_MAX_BYTES + 64 * 1024
 
 
@@ -46,6 +54,22 @@ class DocumentText(CamelModel):
     doc_type: str = Field("", max_length=100)
     metadata: dict[str, Any] = Field(default_factory=dict)
     media_type: Literal["text/plain", "text/markdown", "text/html"] = "text/plain"
+
+
+class DocumentForm(CamelModel):
+    """The fields of a multipart upload beside its file; others are ignored."""
+
+    model_config = CamelModel.model_config | {"extra": "ignore"}
+
+    title: str = Field("", max_length=500, description="Default: the file's name.")
+    doc_type: str = Field("", max_length=100)
+    metadata: str = Field("{}", description="A JSON object, as text.")
+
+
+class DocumentUpload(DocumentForm):
+    """A multipart upload, as the OpenAPI document shows it."""
+
+    file: bytes = Field(description="Text, Markdown, HTML or PDF.")
 
 
 class DocumentQuery(PageQuery):
@@ -137,11 +161,12 @@ class EnvironmentScoped(ApiView):
 
 
 class DocumentListView(EnvironmentScoped):
+    conflicts = True  # an Idempotency-Key reused for another upload
     parser_classes = [DocumentJSONParser, DocumentMultiPartParser]
 
     @extend_schema(
         operation_id="documents_list",
-        parameters=[*PAGE, OpenApiParameter("status", str), ENVIRONMENT],
+        parameters=[*query_parameters(DocumentQuery), ENVIRONMENT],
         responses={200: DocumentList},
         tags=["documents"],
     )
@@ -158,20 +183,45 @@ class DocumentListView(EnvironmentScoped):
 
     @extend_schema(
         operation_id="documents_create",
-        request={"application/json": DocumentText, "multipart/form-data": DocumentText},
+        request={"application/json": DocumentText, "multipart/form-data": DocumentUpload},
+        examples=[
+            OpenApiExample(
+                "text",
+                value={
+                    "title": "Warranty",
+                    "text": "The warranty covers parts and labour for two years.",
+                    "metadata": {"year": 2024},
+                },
+                request_only=True,
+                media_type="application/json",
+            )
+        ],
         responses={202: DocumentAccepted},
-        parameters=[ENVIRONMENT],
+        parameters=[ENVIRONMENT, IDEMPOTENCY_KEY],
         tags=["documents"],
-        summary="Upload a document (JSON text or a multipart file); ingestion runs in Celery",
+        summary="Upload a document (JSON text or a multipart file); answered at once, "
+        "ingested after",
     )
     def post(self, request: Request) -> Response:
         environment = self.require(Action.CREATE)
         upload = request.FILES.get("file")
         fields = self._upload_fields(upload) if upload is not None else self._text_fields()
         document = services.document_create(
-            environment_id=environment.pk, user=request.user, **fields
+            environment_id=environment.pk,
+            user=request.user,
+            idempotency_key=self._idempotency_key(),
+            **fields,
         )
         return render(DocumentAccepted(id=document.pk, status=document.status), status=202)
+
+    def _idempotency_key(self) -> str:
+        key = self.request.headers.get("Idempotency-Key", "")
+        if len(key) > IDEMPOTENCY_KEY_MAX or not key.isascii() or not key.isprintable():
+            raise Invalid.at(
+                ("header", "Idempotency-Key"),
+                f"must be at most {IDEMPOTENCY_KEY_MAX} printable ASCII characters",
+            )
+        return key
 
     def _text_fields(self) -> dict[str, Any]:
         body = self.body(DocumentText)
@@ -185,18 +235,16 @@ class DocumentListView(EnvironmentScoped):
 
     def _upload_fields(self, upload: Any) -> dict[str, Any]:
         form: Any = self.request.data  # a QueryDict: multipart fields are strings
-        try:
-            metadata = json.loads(form.get("metadata") or "{}")
-        except json.JSONDecodeError as exc:
-            raise Invalid.at(("body", "metadata"), f"not valid JSON: {exc.msg}") from None
+        fields = parse(DocumentForm, form.dict(), "body")
+        metadata = loads_json(fields.metadata or "{}", ("body", "metadata"))
         if not isinstance(metadata, dict):
             raise Invalid.at(("body", "metadata"), "must be a JSON object")
         return {
-            "title": form.get("title") or upload.name,
+            "title": fields.title or upload.name,
             "data": upload.read(),
             "media_type": upload.content_type,
             "source_name": upload.name,
-            "doc_type": form.get("docType", ""),
+            "doc_type": fields.doc_type,
             "metadata": metadata,
         }
 
@@ -228,6 +276,17 @@ class SearchView(EnvironmentScoped):
     @extend_schema(
         operation_id="search",
         request=SearchBody,
+        examples=[
+            OpenApiExample(
+                "filtered",
+                value={
+                    "query": "How long is the warranty?",
+                    "hxqlQuery": "SELECT * FROM SysContent WHERE year >= 2024",
+                    "limit": 5,
+                },
+                request_only=True,
+            )
+        ],
         responses={200: SearchOut},
         parameters=[ENVIRONMENT],
         tags=["documents"],

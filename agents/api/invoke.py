@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from adrf.views import APIView as AsyncAPIView
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from pydantic import BaseModel, Field
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -321,6 +321,17 @@ def _ndjson(invocation: Invocation) -> StreamingHttpResponse:
     return response
 
 
+QUESTION = OpenApiExample(
+    "question",
+    value={"messages": [{"role": "user", "content": "What is 3 times 5?"}]},
+    request_only=True,
+)
+TASK_INPUTS = OpenApiExample(
+    "inputs",
+    summary="The task agent's inputSchema decides the inputs",
+    value={"inputs": {"text": "The warranty covers parts for two years.", "audience": "buyers"}},
+    request_only=True,
+)
 STREAM_DOC = {
     (200, "text/plain"): OpenApiResponse(
         OpenApiTypes.STR,
@@ -335,6 +346,7 @@ class InvokeView(_InvokeBase):
         operation_id="agents_invoke",
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
         request=InvokeRequest,
+        examples=[QUESTION],
         responses={200: InvokeResponse},
         tags=["invoke"],
     )
@@ -349,6 +361,7 @@ class InvokeStreamView(_InvokeBase):
         operation_id="agents_invoke_stream",
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
         request=InvokeRequest,
+        examples=[QUESTION],
         responses=STREAM_DOC,
         tags=["invoke"],
     )
@@ -364,6 +377,7 @@ class InvokeTaskView(_InvokeBase):
         operation_id="agents_invoke_task",
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
         request=InvokeTaskRequest,
+        examples=[TASK_INPUTS],
         responses={200: InvokeResponse},
         tags=["invoke"],
     )
@@ -378,6 +392,7 @@ class InvokeTaskStreamView(InvokeTaskView):
         operation_id="agents_invoke_task_stream",
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
         request=InvokeTaskRequest,
+        examples=[TASK_INPUTS],
         responses=STREAM_DOC,
         tags=["invoke"],
     )

@@ -119,6 +119,8 @@ class McpToolList(OutputModel):
 
 
 class McpServerListView(ApiView):
+    conflicts = True
+
     @extend_schema(
         operation_id="mcp_servers_list",
         parameters=[*PAGE, ENVIRONMENT],
@@ -158,6 +160,8 @@ class McpServerListView(ApiView):
 
 
 class McpServerDetailView(ApiView):
+    conflicts = True
+
     def _server(self, server_id: str, action: Action = Action.READ) -> McpServer:
         return servers.mcp_server_get(
             user=self.request.user,
@@ -202,6 +206,8 @@ class McpServerDetailView(ApiView):
 
 
 class McpServerToolsView(AsyncAPIView, ApiView):
+    upstream = True
+
     @extend_schema(
         operation_id="mcp_servers_tools",
         parameters=[SERVER_ID, ENVIRONMENT],

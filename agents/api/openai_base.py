@@ -20,7 +20,7 @@ from agentbuilder.api.views import ApiView, render
 from agentbuilder.db import in_db
 from agentbuilder.errors import NotFound
 from agents import selectors
-from agents.api.chat import SUCCESS, ModelChatCompletionsView, OpenAIAnswers
+from agents.api.chat import ANSWERS, COMPLETION_REQUEST, ModelChatCompletionsView, OpenAIAnswers
 from agents.api.views import ENVIRONMENT
 from agents.models import Agent
 from agents.protocols.chat_completions import ChatCompletionRequest
@@ -92,7 +92,8 @@ class OpenAIChatCompletionsView(ModelChatCompletionsView):
         operation_id="openai_chat_completions",
         parameters=[ENVIRONMENT],
         request=ChatCompletionRequest,
-        responses={200: SUCCESS},
+        examples=[COMPLETION_REQUEST],
+        responses=ANSWERS,
         tags=["openai"],
         summary="OpenAI chat completions with the agent that `model` names",
     )

@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from adrf.views import APIView as AsyncAPIView
 from django.http import StreamingHttpResponse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -117,16 +118,36 @@ def _error_message(detail: Any) -> str:
 
 
 class ProcessView(AsyncAPIView, ApiView):
+    upstream = True
+    error_schema = AgentResponse  # a response with `status: failed` and its `error`
+
     @extend_schema(
         operation_id="agents_process",
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
         request=AgentRequest,
-        responses={
-            200: OpenApiResponse(
-                AgentResponse,
-                description="One response object; with `stream` (the default), "
-                "`text/event-stream` with one protocol object a `data:` event.",
+        examples=[
+            OpenApiExample(
+                "question",
+                value={
+                    "input": [
+                        {
+                            "type": "message",
+                            "role": "user",
+                            "content": [{"type": "text", "text": "What is 3 times 5?"}],
+                        }
+                    ],
+                    "stream": False,
+                },
+                request_only=True,
             )
+        ],
+        responses={
+            (200, "text/event-stream"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="With `stream` (the default): one protocol object a `data:` "
+                "event. With `stream: false`, one response object.",
+            ),
+            (200, "application/json"): AgentResponse,
         },
         tags=["invoke"],
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from adrf.views import APIView as AsyncAPIView
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -32,10 +32,22 @@ CLIENT_FAILURES = {"invalid_request": 400}
 
 
 class RespondView(AsyncAPIView, ApiView):
+    upstream = True
+
     @extend_schema(
         operation_id="agents_respond",
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
         request=AgentRequest,
+        examples=[
+            OpenApiExample(
+                "turn",
+                value={
+                    "messages": [{"role": "user", "content": "What is 3 times 5?"}],
+                    "metadata": {"test_case_id": "tc-1", "turn_index": 0},
+                },
+                request_only=True,
+            )
+        ],
         responses={200: AgentResponse},
         tags=["invoke"],
         summary="All messages of one turn (agent HTTP contract)",

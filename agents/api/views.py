@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import uuid
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import PageQuery, page_of, paginate
 from agentbuilder.api.parsers import FormParser, JSONParser
 from agentbuilder.api.views import ApiView, render
@@ -34,10 +35,7 @@ ENVIRONMENT = OpenApiParameter(
     required=False,
     description="Environment name or id; ignored when the token names one. Default: `default`.",
 )
-PAGE = [
-    OpenApiParameter("offset", int, description="Default 0."),
-    OpenApiParameter("limit", int, description="1–100, default 50."),
-]
+PAGE = query_parameters(PageQuery)
 
 AGENT_TYPE_DESCRIPTIONS = {
     AgentType.TOOL: "Calls function tools, other agents and MCP servers in a loop; can "
@@ -133,9 +131,7 @@ class AgentListView(ApiView):
     @extend_schema(
         operation_id="agents_list",
         parameters=[
-            *PAGE,
-            OpenApiParameter("agentType", str, enum=AgentType.values),
-            OpenApiParameter("name", str, description="Case-insensitive substring."),
+            *query_parameters(s.AgentListQuery, name="Case-insensitive substring."),
             ENVIRONMENT,
         ],
         responses={200: s.AgentList},
@@ -155,6 +151,29 @@ class AgentListView(ApiView):
     @extend_schema(
         operation_id="agents_create",
         request=s.AgentCreate,
+        examples=[
+            OpenApiExample(
+                "calculator",
+                value={
+                    "name": "calculator",
+                    "description": "Multiplies numbers",
+                    "agentType": "tool",
+                    "config": {
+                        "llmModelId": "local.demo-v1",
+                        "systemPrompt": "You are a helpful assistant.",
+                        "tools": [
+                            {
+                                "toolType": "function",
+                                "name": "multiply",
+                                "description": "Multiplies two numbers",
+                                "funcName": "multiply",
+                            }
+                        ],
+                    },
+                },
+                request_only=True,
+            )
+        ],
         responses={201: s.AgentOut},
         parameters=[ENVIRONMENT],
         tags=["agents"],
@@ -345,7 +364,7 @@ class BatchGetView(ApiView):
 class ModelListView(ApiView):
     @extend_schema(
         operation_id="models_list",
-        parameters=[*PAGE, OpenApiParameter("agentType", str, enum=AgentType.values)],
+        parameters=query_parameters(s.ModelListQuery),
         responses={200: s.ModelList},
         tags=["catalog"],
     )
@@ -359,13 +378,7 @@ class RunListView(ApiView):
     @extend_schema(
         operation_id="runs_list",
         parameters=[
-            *PAGE,
-            OpenApiParameter("agentId", str),
-            OpenApiParameter(
-                "status", str, enum=["in_progress", "completed", "failed", "canceled"]
-            ),
-            OpenApiParameter("threadId", str),
-            OpenApiParameter("callerId", int, description="With AUDIT: one caller's runs."),
+            *query_parameters(s.RunListQuery),
             ENVIRONMENT,
         ],
         responses={200: s.RunList},
@@ -406,7 +419,7 @@ class ThreadDetailView(ApiView):
         operation_id="threads_get",
         parameters=[
             OpenApiParameter("threadId", str, OpenApiParameter.PATH),
-            OpenApiParameter("callerId", int, description="With AUDIT: another caller's thread."),
+            *query_parameters(s.ThreadQuery),
             ENVIRONMENT,
         ],
         responses={200: s.ThreadOut},

@@ -4,6 +4,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import PageQuery, Pagination, paginate
 from agentbuilder.api.views import ApiView, render
 from agentbuilder.wire import OutputModel
@@ -24,8 +25,7 @@ class GuardrailListView(ApiView):
     @extend_schema(
         operation_id="guardrails_list",
         parameters=[
-            OpenApiParameter("offset", int),
-            OpenApiParameter("limit", int),
+            *query_parameters(PageQuery),
             OpenApiParameter("X-Environment", str, OpenApiParameter.HEADER, required=False),
         ],
         responses={200: GuardrailList},

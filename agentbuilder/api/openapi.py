@@ -1,0 +1,242 @@
+"""The OpenAPI document, exact: pydantic bodies under names of their own, and every error
+status an operation can answer, with the error body its view writes.
+
+drf-spectacular's own pydantic extension names a component after its class and keeps the
+first of two classes that share a name (the agent HTTP contract's `AgentRequest` documented
+the agent API protocol's body), and documents request bodies as pydantic serializes them.
+Here a name shared by two project classes is qualified by its module, a request body is
+documented as pydantic validates it, and the error responses are added by operation kind
+(SPEC section 2) in one place rather than in every view's `extend_schema`.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+from drf_spectacular import openapi
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.plumbing import ResolvedComponent
+from drf_spectacular.utils import OpenApiParameter
+from pydantic import BaseModel
+from pydantic.json_schema import CoreModeRef, DefsRef, GenerateJsonSchema, JsonSchemaMode
+
+from agentbuilder.api.errors import ErrorBody
+
+PROJECT_PACKAGES = ("agentbuilder", "agents", "guardrails", "retrieval")
+REF_TEMPLATE = "#/components/schemas/{model}"
+
+# ---------------------------------------------------------------- component names
+
+
+def _project_types() -> Iterator[type]:
+    def below(cls: type) -> Iterator[type]:
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from below(sub)
+
+    for cls in (*below(BaseModel), *below(enum.Enum)):
+        if cls.__module__.split(".", 1)[0] in PROJECT_PACKAGES and "<" not in cls.__qualname__:
+            yield cls
+
+
+def _camel(words: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[._]", words) if part)
+
+
+def _names() -> dict[type, str]:
+    """Each project type's component name: its class name, qualified by its module (and,
+    should that still be shared, by its whole module path) when another type has it."""
+    by_name: dict[str, set[type]] = defaultdict(set)
+    for cls in _project_types():
+        by_name[cls.__name__].add(cls)
+    names: dict[type, str] = {}
+    for name, classes in by_name.items():
+        if len(classes) == 1:
+            names[classes.pop()] = name
+            continue
+        short = {cls: _camel(cls.__module__.rsplit(".", 1)[-1]) + name for cls in classes}
+        unique = len(set(short.values())) == len(classes)
+        for cls in classes:
+            names[cls] = short[cls] if unique else _camel(cls.__module__) + name
+    return names
+
+
+def component_name(cls: type, names: dict[type, str], *, request: bool) -> str:
+    name = names.get(cls, cls.__name__)
+    # As drf-spectacular names request components (COMPONENT_SPLIT_REQUEST): a model may
+    # validate more loosely than it serializes. An enum is the same either way.
+    return f"{name}Request" if request and not issubclass(cls, enum.Enum) else name
+
+
+def _class_of(core_ref: str) -> type | None:
+    """The class behind pydantic's core reference `module.Qualname:id`, if it is one."""
+    pieces = core_ref.rsplit(":", 1)[0].split(".")
+    if any("[" in piece for piece in pieces):  # a parametrized generic
+        return None
+    for split in range(len(pieces) - 1, 0, -1):
+        found: Any = sys.modules.get(".".join(pieces[:split]))
+        if found is None:
+            continue
+        for attribute in pieces[split:]:
+            found = getattr(found, attribute, None)
+        return found if isinstance(found, type) else None
+    return None
+
+
+def _generator(names: dict[type, str], found: dict[str, type]) -> type[GenerateJsonSchema]:
+    """pydantic's JSON Schema with each nested type under its component name; records
+    which class each name stands for in `found`."""
+
+    class NamedDefs(GenerateJsonSchema):
+        def get_defs_ref(self, core_mode_ref: CoreModeRef) -> DefsRef:
+            ref = super().get_defs_ref(core_mode_ref)
+            core_ref, mode = core_mode_ref
+            cls = _class_of(core_ref)
+            if cls is not None:
+                name = component_name(cls, names, request=mode == "validation")
+                found[name] = cls
+                self._prioritized_defsref_choices[ref].insert(0, DefsRef(name))
+            return ref
+
+    return NamedDefs
+
+
+class PydanticModels(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]
+    """Replaces drf_spectacular.contrib.pydantic (see the module's docstring)."""
+
+    target_class = "pydantic.BaseModel"
+    match_subclasses = True
+    priority = 1
+
+    def get_name(self, auto_schema: Any, direction: str) -> str:
+        # drf-spectacular appends "Request" itself for the request direction.
+        return component_name(self.target, _names(), request=False)
+
+    def map_serializer(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        mode: JsonSchemaMode = "validation" if direction == "request" else "serialization"
+        found: dict[str, type] = {}
+        schema: dict[str, Any] = self.target.model_json_schema(
+            ref_template=REF_TEMPLATE, schema_generator=_generator(_names(), found), mode=mode
+        )
+        for name, sub_schema in schema.pop("$defs", {}).items():
+            # The class as the component's identity, as drf-spectacular registers a model
+            # it meets at the top: the same model met both ways is one component.
+            auto_schema.registry.register_on_missing(
+                ResolvedComponent(
+                    name=name,
+                    type=ResolvedComponent.SCHEMA,
+                    object=found.get(name, name),
+                    schema=sub_schema,
+                )
+            )
+        return schema
+
+
+# ---------------------------------------------------------------- query parameters
+
+
+def query_parameters(model: type[BaseModel], **descriptions: str) -> list[OpenApiParameter]:
+    """The fields of a query model (what ApiView.query validates) as query parameters, with
+    their constraints, so that the document allows exactly what the view does."""
+    schema = model.model_json_schema(mode="validation", ref_template=REF_TEMPLATE)
+    required = set(schema.get("required", ()))
+    parameters = []
+    for name, field in schema["properties"].items():
+        field = {k: v for k, v in field.items() if k != "title"}
+        if field.get("default", 0) is None:
+            del field["default"]
+        description = descriptions.get(name) or field.pop("description", "")
+        field.pop("description", None)
+        # `X | None = None`: absent is the None; a query string cannot send a null.
+        options = [o for o in field.pop("anyOf", ()) if o.get("type") != "null"]
+        if len(options) == 1:
+            field.update(options[0])
+        elif options:
+            field["anyOf"] = options
+        parameters.append(
+            OpenApiParameter(
+                name, field, required=name in required, description=description or None
+            )
+        )
+    return parameters
+
+
+# ---------------------------------------------------------------- error responses
+
+ERRORS = {
+    400: "Invalid request: `detail` lists each problem with its location (`loc`).",
+    401: "Missing, expired or invalid Bearer token (at /auth/token: wrong credentials).",
+    403: "The caller lacks the permission this needs.",
+    404: "No such object, or not one the caller may see.",
+    409: "The name is already taken.",
+    413: "The body is larger than the limit.",
+    415: "Unsupported Content-Type.",
+    429: "Throttled: retry after `Retry-After` seconds.",
+    502: "The model provider, a tool or an MCP server failed.",
+    504: "The model provider or an MCP server timed out.",
+}
+HEADERS = {
+    401: {"WWW-Authenticate": 'The scheme to authenticate with: `Bearer realm="api"`.'},
+    429: {"Retry-After": "Seconds to wait before retrying."},
+}
+WRITES = ("POST", "PUT", "PATCH")
+
+
+class AutoSchema(openapi.AutoSchema):
+    """Adds the error responses an operation can answer, by what it is: every one may be
+    refused (400) and is throttled (429); one with a body may be too large (413) or of the
+    wrong type (415); one on an object or an environment may be forbidden (403) or find
+    nothing (404). A view says what its domain adds: `conflicts` (409 on writes) and
+    `upstream` (502, 504: it waits on a model or an MCP server). The body is the one its
+    view's exception handler writes, `error_schema` (SPEC section 2's by default)."""
+
+    def get_operation(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
+        operation: dict[str, Any] | None = super().get_operation(*args, **kwargs)
+        if operation is None:
+            return None
+        responses = operation["responses"]
+        for status in sorted(self._error_statuses(operation)):
+            responses.setdefault(str(status), self._error_response(status))
+        return operation
+
+    def _error_statuses(self, operation: dict[str, Any]) -> set[int]:
+        statuses = {400, 401}
+        if self.view.get_throttles():
+            statuses.add(429)
+        if "requestBody" in operation:
+            statuses |= {413, 415}
+        parameters = operation.get("parameters", [])
+        if any(p["in"] == "path" or p["name"] == "X-Environment" for p in parameters):
+            statuses |= {403, 404}
+        if self.method in WRITES and getattr(self.view, "conflicts", False):
+            statuses.add(409)
+        if getattr(self.view, "upstream", False):
+            statuses |= {502, 504}
+        return statuses
+
+    def _error_response(self, status: int) -> dict[str, Any]:
+        body = getattr(self.view, "error_schema", ErrorBody)
+        response: dict[str, Any] = self._get_response_for_code(
+            body, str(status), media_types=["application/json"]
+        )
+        if status == 413 and body is not ErrorBody:
+            # The body-size middleware refuses by Content-Length before any view runs, in
+            # SPEC section 2's shape; a body that lied about its length meets the view's.
+            native = self._get_response_for_code(ErrorBody, "413", ["application/json"])
+            content = response["content"]["application/json"]
+            content["schema"] = {
+                "anyOf": [content["schema"], native["content"]["application/json"]["schema"]]
+            }
+        response["description"] = ERRORS[status]
+        headers = HEADERS.get(status, {})
+        if headers:
+            response["headers"] = {
+                name: {"description": text, "schema": {"type": "string"}}
+                for name, text in headers.items()
+            }
+        return response
