@@ -32,7 +32,8 @@ setup: $(VENV)/.installed
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 
 # `exec`: a SIGTERM to make reaches uvicorn itself, not a shell that would leave it running.
-# No lifespan: Django's ASGI handler has none to run.
+# No lifespan: Django's ASGI handler has none to run. No proxy headers: nothing stands in
+# front of this server, so a caller's X-Forwarded-For must not become its address.
 run: setup
 	@echo ""
 	@echo "  agentbuilder on http://localhost:$(PORT)"
@@ -41,7 +42,7 @@ run: setup
 	@echo "  Models:    LLM_OFFLINE=$$LLM_OFFLINE (true: the offline model answers every model id)"
 	@echo ""
 	exec $(BIN)/python -m uvicorn agentbuilder.asgi:application --lifespan off \
-		--host $(HOST) --port $(PORT)
+		--no-proxy-headers --host $(HOST) --port $(PORT)
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest
