@@ -28,6 +28,7 @@ from django.db.models import Q
 from django.test import Client, override_settings
 from django.utils import timezone
 
+from agentbuilder import liveness
 from agents.examples import CALCULATOR
 from agents.models import Agent, LLMModel, Run
 from agents.protocols.native import NdjsonEncoder
@@ -58,6 +59,13 @@ TRANSACTIONAL = pytest.mark.django_db(transaction=True, serialized_rollback=True
 def _reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
     yield
     restore_serialized_rows(django_db_blocker)
+
+
+@pytest.fixture
+def not_sweeping_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The servers under test sweep; this process, which may run a liveness thread of its
+    own (a test imported agentbuilder.asgi), must not do it for them."""
+    monkeypatch.setattr(liveness, "_kinds", {})
 
 
 @pytest.fixture
@@ -162,6 +170,7 @@ def client_that_leaves(port: int, token: str, agent: Agent, route: str, after: f
 
 
 @TRANSACTIONAL
+@pytest.mark.usefixtures("not_sweeping_here")
 def test_clients_that_leave_at_random_points_leave_no_run_in_progress(
     model: FakeOpenAI, counter: Agent, token: str, tmp_path: Path
 ) -> None:
@@ -210,6 +219,7 @@ def open_streams(server: ServerProcess, model: FakeOpenAI, agent: Agent, token: 
 
 
 @TRANSACTIONAL
+@pytest.mark.usefixtures("not_sweeping_here")
 def test_runs_of_a_killed_server_are_failed_interrupted_by_a_live_server_and_by_a_restart(
     model: FakeOpenAI, counter: Agent, token: str, tmp_path: Path
 ) -> None:

@@ -19,6 +19,7 @@ import pytest
 from django.db import connections, transaction
 from django.utils import timezone
 
+from agentbuilder import liveness
 from agents.tokens import token_encode
 from retrieval.ingestion import documents_recover, ingestion_wait
 from retrieval.models import Chunk, Document, DocumentStatus
@@ -42,6 +43,13 @@ def long_text(sentences: int, topic: str = "badges") -> str:
 def _reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
     yield
     restore_serialized_rows(django_db_blocker)
+
+
+@pytest.fixture
+def not_sweeping_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The servers under test sweep; this process, which may run a liveness thread of its
+    own (a test imported agentbuilder.asgi), must not do it for them."""
+    monkeypatch.setattr(liveness, "_kinds", {})
 
 
 def pending() -> int:
@@ -98,6 +106,7 @@ def upload(port: int, token: str, title: str, text: str, key: str = "") -> tuple
 
 
 @TRANSACTIONAL
+@pytest.mark.usefixtures("not_sweeping_here")
 def test_ingestions_killed_with_their_server_are_taken_up_by_the_next_one(
     owner: Any, tmp_path: Path
 ) -> None:
