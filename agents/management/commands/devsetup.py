@@ -16,8 +16,8 @@ from agents.examples import EXAMPLES
 from agents.models import Agent, Environment
 from agents.selectors import DEFAULT_ENVIRONMENT
 from agents.services import agent_create
-from retrieval.models import Document, DocumentStatus
 from retrieval.ingestion import ingestion_wait
+from retrieval.models import Document, DocumentStatus
 from retrieval.services import document_create, document_ingest
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "samples"
