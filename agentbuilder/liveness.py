@@ -116,9 +116,10 @@ def _renewal(name: str, kind: _Kind) -> Callable[[], object]:
 
 
 def ensure_started() -> None:
-    """Start this process's liveness thread unless it runs already."""
+    """Start this process's liveness thread unless it runs already (or LIVENESS_THREAD is
+    off)."""
     global _thread
-    if _thread is not None and _thread.is_alive():
+    if not settings.LIVENESS_THREAD or (_thread is not None and _thread.is_alive()):
         return
     with _lock:
         if _thread is not None and _thread.is_alive():

@@ -238,6 +238,10 @@ CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 # within this many seconds by any other live process, or by its own restart: runs become
 # `failed` (`interrupted`), documents are ingested again (agentbuilder.liveness).
 LIVENESS_SECONDS = env.float("LIVENESS_SECONDS", default=60.0)
+# Whether this process renews leases and sweeps (a server from its first request, a worker
+# from its first task). Off in the test runner, whose sweeps would race the tests' own rows;
+# the liveness tests turn it on in the server processes they start.
+LIVENESS_THREAD = env.bool("LIVENESS_THREAD", default=True)
 # Without a broker, uploads are ingested by this many threads of the web process, after
 # the 202 answer; 0: inside the upload request (the tests, whose rows other threads
 # cannot see).

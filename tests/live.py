@@ -103,6 +103,7 @@ class ServerProcess:
             "DATABASE_URL": database_url(connections[DEFAULT_DB_ALIAS].settings_dict),
             "DB_POOL_MAX_SIZE": "4",
             "PYTHONUNBUFFERED": "1",
+            "LIVENESS_THREAD": "true",
             **env,
         }
         with log.open("ab") as out:

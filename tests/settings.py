@@ -8,6 +8,9 @@ os.environ.setdefault("DEBUG", "false")
 # Uploads ingested inside the request: a test's rows are invisible to other threads until
 # it commits. Tests of the background ingestion turn it on (and commit).
 os.environ.setdefault("INGESTION_WORKERS", "0")
+# The runner's own process never sweeps: its sweeps would race the tests' rows (a live
+# test's request starts the thread otherwise). Server processes the tests start turn it on.
+os.environ.setdefault("LIVENESS_THREAD", "false")
 
 from agentbuilder.settings import *  # noqa: F403
 
