@@ -180,3 +180,190 @@ def test_docs_page_serves_swagger_ui_from_the_sidecar(db: Any) -> None:
         assert asset.startswith("/static/drf_spectacular_sidecar/"), asset
         assert finders.find(asset.removeprefix("/static/")), f"{asset} is not bundled"
     assert "cdn" not in page.lower()
+
+
+# ---------------------------------------------------------------- exactness
+
+CHAT_ROUTES = [
+    "/v1/agents/{agentId}/versions/{versionId}/chat/completions",
+    "/v1/chat/completions",
+    "/v1/openai/chat/completions",
+]
+PROCESS = "/v1/agents/{agentId}/versions/{versionId}/process"
+RESPOND = "/v1/agents/{agentId}/versions/{versionId}/respond"
+UPSTREAM = [
+    *CHAT_ROUTES,
+    PROCESS,
+    RESPOND,
+    *(
+        f"/v1/agents/{{agentId}}/versions/{{versionId}}/{route}"
+        for route in ("invoke", "invoke-stream", "invoke-task", "invoke-task-stream")
+    ),
+    "/v1/mcp-servers/{serverId}/tools",
+]
+CONFLICTS = [
+    ("post", "/v1/agents"),
+    ("patch", "/v1/agents/{agentId}"),
+    ("post", "/v1/agents/{agentId}/versions"),
+    ("post", "/v1/mcp-servers"),
+    ("patch", "/v1/mcp-servers/{serverId}"),
+    ("post", "/v1/documents"),
+]
+
+
+ERROR_BODY = "#/components/schemas/ErrorBody"
+
+
+def every_operation(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(m, p, op) for p, ops in document["paths"].items() for m, op in ops.items()]
+
+
+def error_component(path: str) -> str:
+    if path in CHAT_ROUTES or path.startswith("/v1/openai/"):
+        return "OpenAIError"
+    if path == PROCESS:
+        return "AgentProtocolAgentResponse"  # the protocol's response, `status: failed`
+    return "ErrorBody"
+
+
+def test_respond_documents_the_agent_http_contracts_body(generated: Generated) -> None:
+    body = generated.operation("post", RESPOND)["requestBody"]["content"]["application/json"]
+    schema = generated.resolve(body["schema"])
+    assert set(schema["properties"]) == {"messages", "metadata"}
+    assert schema["required"] == ["messages"]
+
+
+def test_process_documents_its_event_stream_and_its_json_answer(generated: Generated) -> None:
+    content = generated.operation("post", PROCESS)["responses"]["200"]["content"]
+    assert set(content) == {"text/event-stream", "application/json"}
+    answer = generated.resolve(content["application/json"]["schema"])
+    assert {"id", "object", "status", "output"} <= set(answer["properties"])
+    request = generated.operation("post", PROCESS)["requestBody"]["content"]["application/json"]
+    fields = generated.resolve(request["schema"])["properties"]
+    assert fields["stream"]["default"] is True
+    assert "session_id" in fields
+
+
+@pytest.mark.parametrize("path", CHAT_ROUTES)
+def test_chat_completions_document_a_completion_and_an_event_stream(
+    generated: Generated, path: str
+) -> None:
+    content = generated.operation("post", path)["responses"]["200"]["content"]
+    assert set(content) == {"application/json", "text/event-stream"}
+    completion = generated.resolve(content["application/json"]["schema"])
+    assert {"id", "object", "choices", "usage"} <= set(completion["properties"])
+
+
+@pytest.mark.parametrize("route", ["invoke-stream", "invoke-task-stream"])
+def test_ndjson_streams_are_documented_as_text_plain(generated: Generated, route: str) -> None:
+    path = f"/v1/agents/{{agentId}}/versions/{{versionId}}/{route}"
+    assert set(generated.operation("post", path)["responses"]["200"]["content"]) == {"text/plain"}
+
+
+def test_every_operation_documents_the_errors_of_its_kind(generated: Generated) -> None:
+    for method, path, operation in every_operation(generated.document):
+        responses = operation["responses"]
+        expected = {"400", "401", "429"}
+        if "requestBody" in operation:
+            expected |= {"413", "415"}
+        if "{" in path or any(
+            p["name"] == "X-Environment" for p in operation.get("parameters", [])
+        ):
+            expected |= {"403", "404"}
+        assert expected <= set(responses), (method, path, sorted(responses))
+
+
+@pytest.mark.parametrize("path", UPSTREAM)
+def test_routes_waiting_on_a_model_or_server_document_502_and_504(
+    generated: Generated, path: str
+) -> None:
+    method = "get" if path.endswith("/tools") else "post"
+    assert {"502", "504"} <= set(generated.operation(method, path)["responses"])
+
+
+def test_only_routes_that_wait_on_something_document_502(generated: Generated) -> None:
+    answering = {p for m, p, op in every_operation(generated.document) if "502" in op["responses"]}
+    assert answering == set(UPSTREAM)
+
+
+@operations(CONFLICTS)
+def test_writes_that_can_meet_a_taken_name_document_409(
+    generated: Generated, method: str, path: str
+) -> None:
+    assert "409" in generated.operation(method, path)["responses"]
+
+
+def test_409_is_documented_only_where_it_can_happen(generated: Generated) -> None:
+    documented = {
+        (m, p) for m, p, op in every_operation(generated.document) if "409" in op["responses"]
+    }
+    assert documented == set(CONFLICTS)
+
+
+def test_error_bodies_are_the_ones_each_route_writes(generated: Generated) -> None:
+    for method, path, operation in every_operation(generated.document):
+        for status, response in operation["responses"].items():
+            if not status.startswith(("4", "5")):
+                continue
+            schema = response["content"]["application/json"]["schema"]
+            refs = [s["$ref"] for s in schema.get("anyOf", [schema])]
+            expected = f"#/components/schemas/{error_component(path)}"
+            assert refs[0] == expected, (method, path, status, refs)
+            if status == "413" and expected != ERROR_BODY:
+                # The body-size middleware refuses before the view, in SPEC's shape.
+                assert refs[1:] == [ERROR_BODY]
+
+
+def test_error_body_is_specs_detail(generated: Generated) -> None:
+    body = generated.document["components"]["schemas"]["ErrorBody"]
+    assert body["required"] == ["detail"]
+    shapes = body["properties"]["detail"]["anyOf"]
+    assert {"type": "string"} in shapes
+    item = generated.resolve(next(s for s in shapes if s.get("type") == "array")["items"])
+    assert set(item["properties"]) == {"loc", "msg", "type"}
+
+
+def test_openai_error_body_is_openais(generated: Generated) -> None:
+    error = generated.resolve(generated.document["components"]["schemas"]["OpenAIError"])
+    inner = generated.resolve(error["properties"]["error"])
+    assert set(inner["properties"]) == {"message", "type", "param", "code"}
+
+
+def test_throttled_and_unauthenticated_answers_document_their_headers(
+    generated: Generated,
+) -> None:
+    responses = generated.operation("get", "/v1/agents")["responses"]
+    assert "Retry-After" in responses["429"]["headers"]
+    assert "WWW-Authenticate" in responses["401"]["headers"]
+
+
+def test_classes_sharing_a_name_get_components_of_their_own(generated: Generated) -> None:
+    def body(path: str) -> str:
+        content = generated.operation("post", path)["requestBody"]["content"]
+        return str(content["application/json"]["schema"]["$ref"])
+
+    assert body(RESPOND) != body(PROCESS)
+    for ref in (body(RESPOND), body(PROCESS)):
+        assert (
+            ref.removeprefix("#/components/schemas/") in generated.document["components"]["schemas"]
+        )
+
+
+def test_query_parameters_carry_the_constraints_the_view_checks(generated: Generated) -> None:
+    parameters = {
+        p["name"]: p["schema"] for p in generated.operation("get", "/v1/runs")["parameters"]
+    }
+    assert (parameters["limit"]["minimum"], parameters["limit"]["maximum"]) == (1, 100)
+    assert parameters["offset"]["minimum"] == 0
+    assert parameters["callerId"]["minimum"] == 1
+    assert parameters["agentId"]["format"] == "uuid"
+    assert parameters["status"]["enum"] == ["in_progress", "completed", "failed", "canceled"]
+
+
+def test_multipart_upload_documents_its_file_and_form_fields(generated: Generated) -> None:
+    content = generated.operation("post", "/v1/documents")["requestBody"]["content"]
+    form = generated.resolve(content["multipart/form-data"]["schema"])
+    assert form["properties"]["file"]["format"] == "binary"
+    assert form["required"] == ["file"]
+    assert form["properties"]["metadata"]["type"] == "string"  # JSON, as text
+    assert form["properties"]["title"]["maxLength"] == 500

@@ -35,12 +35,18 @@ REF_TEMPLATE = "#/components/schemas/{model}"
 
 def _project_types() -> Iterator[type]:
     def below(cls: type) -> Iterator[type]:
-        for sub in cls.__subclasses__():
+        subclasses: list[type] = cls.__subclasses__()
+        for sub in subclasses:
             yield sub
             yield from below(sub)
 
     for cls in (*below(BaseModel), *below(enum.Enum)):
-        if cls.__module__.split(".", 1)[0] in PROJECT_PACKAGES and "<" not in cls.__qualname__:
+        # Importable classes only: a model built at run time (a task's inputs) must not
+        # rename a documented one depending on what this process happened to build.
+        if (
+            cls.__module__.split(".", 1)[0] in PROJECT_PACKAGES
+            and _class_of(f"{cls.__module__}.{cls.__qualname__}") is cls
+        ):
             yield cls
 
 
@@ -106,7 +112,7 @@ def _generator(names: dict[type, str], found: dict[str, type]) -> type[GenerateJ
     return NamedDefs
 
 
-class PydanticModels(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]
+class PydanticModels(OpenApiSerializerExtension):
     """Replaces drf_spectacular.contrib.pydantic (see the module's docstring)."""
 
     target_class = "pydantic.BaseModel"
@@ -160,7 +166,7 @@ def query_parameters(model: type[BaseModel], **descriptions: str) -> list[OpenAp
             field["anyOf"] = options
         parameters.append(
             OpenApiParameter(
-                name, field, required=name in required, description=description or None
+                name, field, required=name in required, description=str(description or "")
             )
         )
     return parameters

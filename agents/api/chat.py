@@ -24,6 +24,7 @@ from adrf.views import APIView as AsyncAPIView
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from pydantic import BaseModel
 from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -109,7 +110,7 @@ class OpenAIAnswers:
 
     content_negotiation_class = _JsonAnswers
     not_found_code = "not_found"
-    error_schema = OpenAIError
+    error_schema: type[BaseModel] = OpenAIError
 
     def get_exception_handler(self) -> Any:
         return openai_exception_handler
