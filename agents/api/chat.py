@@ -108,7 +108,7 @@ class _JsonAnswers(BaseContentNegotiation):
 class OpenAIAnswers:
     """A view that answers as OpenAI does: JSON whatever `Accept` says, OpenAI's errors."""
 
-    content_negotiation_class = _JsonAnswers
+    content_negotiation_class: type[BaseContentNegotiation] = _JsonAnswers
     not_found_code = "not_found"
     error_schema: type[BaseModel] = OpenAIError
 
