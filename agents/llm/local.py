@@ -1,10 +1,20 @@
 """`local.demo-v1`: a deterministic offline model.
 
 It exists so that every path of the platform runs, demos and is tested with no account
-anywhere. It is not clever, but it is honest: it picks tools by word overlap, reads numbers
-and quoted strings for arguments, fills structured output from the text, quotes the best
-matching sentences of a context, rewrites a question as its content words, and counts its
-tokens as whitespace-separated words.
+anywhere. It is not clever, but it is honest. It goes by what the runtime says a call is
+for (`ModelRequest.purpose`), never by the wording of a prompt:
+
+- a conversation turn: it reads arithmetic English ("12 times 11", "subtract 3 from 10")
+  and calls the tool that does the operation, or works it out itself when no tool does;
+  otherwise it picks a tool by word overlap and reads numbers and quoted strings for its
+  arguments; after tool results it states them; it says what images or documents it was
+  sent and that it cannot use them;
+- a forced tool: it fills the tool's schema from the text (`local_fill`);
+- a RAG answer: it quotes the sentences of the passages that best match the question;
+- a query rewrite: the question's content words; a grounding check: word overlap;
+- a task: it restates its rendered prompt.
+
+It counts its tokens as whitespace-separated words.
 """
 
 from __future__ import annotations
@@ -16,9 +26,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from agents.llm.base import (
-    GROUNDING_TOOL,
-    QUERY_REWRITE_PROMPT,
-    TASK_INPUTS_HEADER,
     Finished,
     Message,
     ModelRequest,
@@ -29,28 +36,27 @@ from agents.llm.base import (
     ToolSpec,
     Usage,
 )
+from agents.llm.local_arith import (
+    VERBS,
+    arithmetic_tool,
+    operation_arguments,
+    read_operation,
+    with_figures,
+)
 from agents.llm.local_fill import fill_schema
+from agents.llm.local_text import (
+    answer_from_passages,
+    describe,
+    grounding,
+    received,
+    search_query,
+    words,
+)
 
 MODEL_ID = "local.demo-v1"
 
-# Operator symbols stand for the words a tool's name or description would use.
-OPERATOR_WORDS = {
-    "×": ("multiply", "times", "product"),
-    "x": ("multiply", "times", "product"),
-    "*": ("multiply", "times", "product"),
-    "+": ("add", "plus", "sum"),
-    "−": ("subtract", "minus", "difference"),
-    "-": ("subtract", "minus", "difference"),
-    "/": ("divide", "divided", "quotient"),
-}
 _NUMBER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?")
-_OPERATOR = re.compile(r"(?<=\d)\s*([×x*+−/-])\s*(?=-?\d)|(?<=\s)([×*+−/])(?=\s)")
-_WORD = re.compile(r"[a-z]+")
 _QUOTED = re.compile(r"\"([^\"]+)\"|'([^']+)'|“([^”]+)”")
-_STOP = frozenset(
-    """a an the is are was of to in on for and or with what whats how me my you your it this
-    that please can could would i be by as at from do does""".split()  # noqa: SIM905
-)
 
 
 class LocalModel:
@@ -78,36 +84,51 @@ class LocalModel:
 
 def _decide(request: ModelRequest) -> ToolCallPart | str:
     last = request.messages[-1] if request.messages else Message(role="user")
-    if request.force_tool == GROUNDING_TOOL:
-        return _call(_tool(request, GROUNDING_TOOL), _grounding(last.text), request)
     if request.force_tool:
         spec = _tool(request, request.force_tool)
+        if request.purpose == "grounding_check":
+            return _call(spec, grounding(request.context, last.text), request)
         return _call(spec, fill_schema(spec.parameters, _source_text(request)), request)
+    if request.purpose == "query_rewrite":
+        return search_query(last.text)
+    if request.purpose == "rag_answer":
+        return answer_from_passages(request.context, _question(request))
+    if request.purpose == "task":
+        # The rendered prompt is the instruction; the offline model answers by restating it.
+        return f"Done: {request.system.strip()}"
     if last.role == "tool":
         return _report_tool_results(request.messages)
+    return _chat(request, last)
+
+
+def _chat(request: ModelRequest, last: Message) -> ToolCallPart | str:
     text = last.text
-    if request.system == QUERY_REWRITE_PROMPT:
-        return _search_query(text)
-    if _has_context(request.system):
-        return _answer_from_context(request.system, text)
-    tool = _pick_tool(request.tools, text)
-    if tool is not None:
+    operation = read_operation(text)
+    if operation is not None:
+        tool = arithmetic_tool(request.tools, operation.op)
+        if tool is not None:
+            return _call(tool, operation_arguments(tool, operation), request)
+    tool, missing = _pick_tool(request.tools, text)
+    if tool is not None and not missing:
         return _call(tool, _arguments(tool, text), request)
-    return _plain_answer(request.system, text)
+    if operation is not None:
+        answer = operation.worked_out()
+        if request.tools:
+            verb = VERBS[operation.op]
+            answer = f"None of my tools {verb} numbers, so I worked it out myself: {answer}"
+    elif tool is not None:
+        answer = _ask_for(tool, missing)
+    elif last.attachments and not text.strip():
+        answer = ""
+    else:
+        answer = _plain_answer(text)
+    if last.attachments:
+        return f"{received(last.attachments)} {answer}".strip()
+    return answer
 
 
 def _tool(request: ModelRequest, name: str) -> ToolSpec:
     return next(t for t in request.tools if t.name == name)
-
-
-def _grounding(text: str) -> dict[str, Any]:
-    """Grounded when each sentence of the answer shares most of its words with the context."""
-    context, _, answer = text.partition("\n\nAnswer:\n")
-    known = _words(context)
-    sentences = [s for s in re.split(r"(?<=[.!?])\s+", answer) if _words(s)]
-    supported = [len(_words(s) & known) / len(_words(s)) >= 0.6 for s in sentences]
-    score = sum(supported) / len(supported) if supported else 1.0
-    return {"grounded": all(supported), "score": round(score, 3)}
 
 
 def _call(spec: ToolSpec, arguments: dict[str, Any], request: ModelRequest) -> ToolCallPart:
@@ -118,30 +139,56 @@ def _call(spec: ToolSpec, arguments: dict[str, Any], request: ModelRequest) -> T
 # ---------------------------------------------------------------- tools
 
 
-def _words(text: str) -> set[str]:
-    words = {w for w in _WORD.findall(text.lower()) if w not in _STOP}
-    for match in _OPERATOR.finditer(text.lower()):
-        words.update(OPERATOR_WORDS[match.group(1) or match.group(2)])
-    return words
+def _name_words(tool: ToolSpec) -> set[str]:
+    return words(re.sub(r"([a-z])([A-Z])", r"\1 \2", tool.name).replace("_", " "))
 
 
-def _pick_tool(tools: tuple[ToolSpec, ...], text: str) -> ToolSpec | None:
-    asked = _words(text)
-    best, best_score = None, 0
-    for tool in tools:
-        offered = _words(tool.name.replace("_", " ") + " " + tool.description)
-        score = len(asked & offered)
-        if score > best_score:
-            best, best_score = tool, score
-    return best
+def _pick_tool(tools: tuple[ToolSpec, ...], text: str) -> tuple[ToolSpec | None, list[str]]:
+    """Of the tools whose required arguments the message gives, the one sharing the most
+    words with it, and no missing argument; failing that, the best tool the message names,
+    with the arguments it lacks; else (None, [])."""
+    asked = words(text)
+    ranked = []
+    for index, tool in enumerate(tools):
+        score = len(asked & (_name_words(tool) | words(tool.description)))
+        if score:
+            ranked.append((-score, index, tool))
+    named = None
+    for _, _, tool in sorted(ranked, key=lambda r: (r[0], r[1])):
+        given = _arguments(tool, text)
+        missing = [n for n in tool.parameters.get("required", []) if n not in given]
+        if not missing:
+            return tool, []
+        if named is None and asked & _name_words(tool):
+            named = (tool, missing)
+    return named or (None, [])
+
+
+def _ask_for(tool: ToolSpec, missing: list[str]) -> str:
+    """What the model needs to call a tool the user named."""
+    properties = tool.parameters.get("properties", {})
+    kinds = {(properties.get(n) or {}).get("type") for n in missing}
+    them = "it" if len(missing) == 1 else "them"
+    if kinds <= {"number", "integer"}:
+        how = f"give {them} as {'a number' if them == 'it' else 'numbers'}, in figures or words"
+    elif "number" in kinds or "integer" in kinds:
+        how = "give numbers in figures or words, and text in quotes"
+    else:
+        how = f"put {them} in quotes"
+    return f"I can use {tool.name}, but I need {_listed(missing)}: {how}."
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _arguments(tool: ToolSpec, text: str) -> dict[str, Any]:
-    numbers = [float(n) for n in _NUMBER.findall(_strip_operator_minus(text))]
+    unquoted = _QUOTED.sub(" ", text)
+    numbers = [float(n) for n in _NUMBER.findall(_strip_operator_minus(with_figures(unquoted)))]
     quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
     arguments: dict[str, Any] = {}
     for name, prop in tool.parameters.get("properties", {}).items():
-        kind = prop.get("type")
+        kind = prop.get("type") if isinstance(prop, dict) else None
         if kind in ("number", "integer") and numbers:
             value = numbers.pop(0)
             arguments[name] = int(value) if kind == "integer" or value.is_integer() else value
@@ -174,9 +221,6 @@ def _report_tool_results(messages: tuple[Message, ...]) -> str:
     return " ".join(sentences)
 
 
-# ---------------------------------------------------------------- text answers
-
-
 def _arguments_of(call: ToolCallPart) -> dict[str, Any]:
     try:
         value = json.loads(call.arguments)
@@ -185,44 +229,24 @@ def _arguments_of(call: ToolCallPart) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _search_query(question: str) -> str:
-    """A question's content words in their order, as a search engine wants them."""
-    words = [w for w in _WORD.findall(question.lower()) if w not in _STOP]
-    return " ".join(dict.fromkeys(words)) or question
+# ---------------------------------------------------------------- text answers
 
 
-def _has_context(system: str) -> bool:
-    return "Context:" in system
-
-
-def _answer_from_context(system: str, question: str) -> str:
-    context = system.split("Context:", 1)[1]
-    context = context.split("\n\nQuestion:", 1)[0]
-    asked = _words(question)
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", context) if s.strip()]
-    scored = sorted(
-        ((len(asked & _words(s)), -i, s) for i, s in enumerate(sentences)), reverse=True
-    )
-    best = [s for score, _, s in scored[:2] if score > 0]
-    if not best:
-        return "I do not know: the documents do not say."
-    return " ".join(best)
-
-
-def _plain_answer(system: str, text: str) -> str:
-    if text.startswith(TASK_INPUTS_HEADER):
-        # A task agent: the rendered prompt is the instruction; answer by restating it.
-        return f"Done: {system.strip()}"
+def _plain_answer(text: str) -> str:
     if not text:
         return "Hello! How can I help?"
     return f"You said: {text.strip()}"
 
 
+def _question(request: ModelRequest) -> str:
+    return next((m.text for m in reversed(request.messages) if m.role == "user"), "")
+
+
 def _source_text(request: ModelRequest) -> str:
     """The text structured output is filled from: the user's words, or for a task agent
     the rendered prompt, which carries its inputs."""
-    text = next((m.text for m in reversed(request.messages) if m.role == "user"), "")
-    if not text or text.startswith(TASK_INPUTS_HEADER):
+    text = _question(request)
+    if not text or request.purpose == "task":
         return request.system
     return text
 
@@ -237,9 +261,13 @@ def _count(text: str) -> int:
 
 
 def _count_input(request: ModelRequest) -> int:
+    """Words of the prompt, the messages and the tools' descriptions. An attachment counts
+    as the words that describe it: the offline model reads its description, not its bytes.
+    The passages of `context` are not counted again: the prompt already shows them."""
     total = _count(request.system)
     for message in request.messages:
         total += _count(message.text) + sum(_count(c.arguments) + 1 for c in message.tool_calls)
+        total += sum(_count(describe(a)) for a in message.attachments)
     for tool in request.tools:
         total += _count(tool.description) + 1
     return total

@@ -11,6 +11,7 @@ from agents.llm.base import (
     Message,
     ModelRequest,
     Provider,
+    Purpose,
     TextChunk,
     ToolCallChunk,
     ToolCallPart,
@@ -27,8 +28,10 @@ def model_request(
     messages: Iterable[Message],
     tools: Iterable[ToolSpec] = (),
     force_tool: str | None = None,
+    purpose: Purpose = "chat",
+    context: Iterable[str] = (),
 ) -> ModelRequest:
-    """A call to the config's model with its inference settings."""
+    """A call to the config's model with its inference settings, saying what it is for."""
     inference = config.inference_config
     return ModelRequest(
         model_id=config.llm_model_id,
@@ -40,6 +43,8 @@ def model_request(
         temperature=inference.temperature,
         max_retries=inference.max_retries,
         timeout=inference.timeout,
+        purpose=purpose,
+        context=tuple(context),
     )
 
 

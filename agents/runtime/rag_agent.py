@@ -6,6 +6,7 @@ flow itself stays free of the ORM.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import AsyncIterator
@@ -17,6 +18,7 @@ from agents.llm.base import (
     QUERY_REWRITE_PROMPT,
     Message,
     ModelRequest,
+    Purpose,
     ToolSpec,
 )
 from agents.runtime.events import Event, ResponseCompleted, TextDelta
@@ -101,6 +103,7 @@ def _request(
     system: str | None = None,
     messages: tuple[Message, ...] | None = None,
     tools: tuple[ToolSpec, ...] = (),
+    purpose: Purpose = "rag_answer",
 ) -> ModelRequest:
     prompt = fill_prompt(config.system_prompt, context_str(nodes) or "(none)", question)
     return model_request(
@@ -109,6 +112,8 @@ def _request(
         messages=run_input.messages if messages is None else messages,
         tools=tools,
         force_tool=tools[0].name if tools else None,
+        purpose=purpose,
+        context=(n.text for n in nodes),
     )
 
 
@@ -133,7 +138,9 @@ async def _refine(
             break
         ask = RunInput(messages=(Message("user", query),))
         step = await _generate(
-            spec, _request(spec, config, ask, query, [], system=REFINE_PROMPT), meter
+            spec,
+            _request(spec, config, ask, query, [], system=REFINE_PROMPT, purpose="query_rewrite"),
+            meter,
         )
         rewritten = step.text.strip()
         if not rewritten or rewritten == query:
@@ -156,7 +163,7 @@ async def _grounded_answer(
     check = await _check(spec, config, answer, nodes, meter)
     if not check["grounded"]:
         # One more try, told why; whatever it gives is reported with its own check.
-        retry = ModelRequest(**{**request.__dict__, "system": request.system + _STRICTER})
+        retry = dataclasses.replace(request, system=request.system + _STRICTER)
         answer = (await _generate(spec, retry, meter)).text
         check = {**await _check(spec, config, answer, nodes, meter), "regenerated": True}
     return answer, check
@@ -183,6 +190,8 @@ async def _check(
         temperature=0.0,
         max_retries=config.inference_config.max_retries,
         timeout=config.inference_config.timeout,
+        purpose="grounding_check",
+        context=tuple(n.text for n in nodes),
     )
     step = await _generate(spec, request, meter)
     call = next((c for c in step.tool_calls if c.name == GROUNDING_TOOL), None)

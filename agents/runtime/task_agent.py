@@ -132,7 +132,9 @@ def _request(
     config: TaskAgentConfig, prompt: str, messages: list[Message], tools: tuple[ToolSpec, ...] = ()
 ) -> ModelRequest:
     force = tools[0].name if tools else None
-    return model_request(config, system=prompt, messages=messages, tools=tools, force_tool=force)
+    return model_request(
+        config, system=prompt, messages=messages, tools=tools, force_tool=force, purpose="task"
+    )
 
 
 async def _structured(

@@ -93,6 +93,7 @@ def _request(
         messages=messages,
         tools=(t.spec for t in tools.values()),
         force_tool=force,
+        purpose="chat",
     )
 
 
