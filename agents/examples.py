@@ -57,3 +57,24 @@ PERSON_EXTRACTOR: dict[str, Any] = {
 }
 
 EXAMPLES = [CALCULATOR, PERSON_EXTRACTOR]
+
+
+def _function(name: str, description: str) -> dict[str, Any]:
+    return {"toolType": "function", "name": name, "description": description, "funcName": name}
+
+
+# What `make run` creates: the documentation's examples, with the Calculator given the other
+# three operations too, so that a newcomer's "What is 2 plus 3?" is answered by a tool.
+DEV_CALCULATOR: dict[str, Any] = {
+    **CALCULATOR,
+    "config": {
+        **CALCULATOR["config"],
+        "tools": [
+            *CALCULATOR["config"]["tools"],
+            _function("add", "Adds two numbers"),
+            _function("subtract", "Subtracts the second number from the first"),
+            _function("divide", "Divides the first number by the second"),
+        ],
+    },
+}
+DEV_EXAMPLES = [DEV_CALCULATOR, PERSON_EXTRACTOR]

@@ -4,6 +4,7 @@ sample documents are ready and `document-helper` answers from them."""
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from agents.examples import EXAMPLES
+from agents.examples import DEV_EXAMPLES as EXAMPLES
 from agents.management.commands.devsetup import DOCUMENT_HELPER, SAMPLES, SAMPLES_DIR
 from agents.models import Agent, AgentVersion, Environment
 from retrieval.models import Chunk, Document
@@ -74,6 +75,34 @@ def test_devsetup_twice_creates_everything_once(
         assert document.media_type == "text/markdown"
         assert bytes(document.source) == (SAMPLES_DIR / sample.file).read_bytes()
         assert document.chunks.exists()
+
+
+@pytest.mark.parametrize(
+    ("question", "tool", "arguments", "result"),
+    [
+        ("What is 12 times 11?", "multiply", {"a": 12, "b": 11}, "132"),
+        ("What is 2 plus 3?", "add", {"a": 2, "b": 3}, "5"),
+        ("subtract 3 from 10", "subtract", {"a": 10, "b": 3}, "7"),
+        ("10 divided by 4", "divide", {"a": 10, "b": 4}, "2.5"),
+        ("What is seven times six?", "multiply", {"a": 7, "b": 6}, "42"),
+    ],
+)
+def test_the_calculator_of_make_run_answers_a_newcomers_arithmetic_with_its_tools(
+    db: Any, question: str, tool: str, arguments: dict[str, int], result: str
+) -> None:
+    devsetup()
+    admin = get_user_model().objects.get(username=settings.ADMIN_USERNAME)
+    calculator = Agent.objects.get(environment=default_env(), name="Calculator")
+    body = {"messages": [{"role": "user", "content": question}]}
+
+    response = client_for(admin).post(
+        f"/v1/agents/{calculator.pk}/versions/latest/invoke", body, format="json"
+    )
+
+    assert response.status_code == 200, response.content
+    call, message = response.json()["output"]
+    assert (call["name"], json.loads(call["arguments"])) == (tool, arguments)
+    assert result in message["content"][0]["text"]
 
 
 def test_document_helper_answers_the_vacation_question_from_the_handbook(db: Any) -> None:

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from agents.examples import EXAMPLES
+from agents.examples import DEV_EXAMPLES
 from agents.models import Agent, Environment
 from agents.selectors import DEFAULT_ENVIRONMENT
 from agents.services import agent_create
@@ -67,7 +67,7 @@ class Command(BaseCommand):
             )
             self.stdout.write(f"created superuser '{admin.username}'")
         env, _ = Environment.objects.get_or_create(name=DEFAULT_ENVIRONMENT)
-        for example in EXAMPLES:
+        for example in DEV_EXAMPLES:
             self._agent(admin, env, example, "Example from the platform documentation.")
         for sample in SAMPLES:
             self._document(admin, env, sample)
