@@ -108,7 +108,13 @@ def _seeded(request: pytest.FixtureRequest) -> None:
         return
     request.getfixturevalue("_django_db_helper")
     from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
     from django.core.management.sql import emit_post_migrate_signal
+
+    # The content-type cache outlives the rows it caches: a test that re-made them below
+    # rolls them back, a serialized-rollback test restores the originals under other ids,
+    # and guardian's grants would look permissions up under a stale id.
+    ContentType.objects.clear_cache()
 
     from agents.models import LLMModel
     from guardrails.models import Guardrail

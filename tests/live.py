@@ -67,6 +67,9 @@ def restore_serialized_rows(django_db_blocker: Any) -> None:
         return
     with django_db_blocker.unblock():
         db.creation.deserialize_db_from_string(contents)
+    from django.contrib.contenttypes.models import ContentType
+
+    ContentType.objects.clear_cache()  # the restored rows' ids, not the flushed ones'
 
 
 # ---------------------------------------------------------------- a server process
