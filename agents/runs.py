@@ -268,6 +268,7 @@ def agent_spec(*, agent: Agent, version: AgentVersion) -> AgentSpec:
         config=config,
         provider=provider_for(provider_name),
         model=model,
+        provider_name=provider_name,
         task_agents=task_agents,
         mcp_servers=mcp_servers,
     )

@@ -22,7 +22,6 @@ from agents.protocols.agent_contract import (
     AgentResponse,
     TurnEncoder,
     history_messages,
-    provider_name,
 )
 from agents.runs import CHAT_TYPES, Invocation, invocation_start
 
@@ -65,7 +64,7 @@ class RespondView(AsyncAPIView, ApiView):
             return Response({"detail": detail}, status=status, headers=headers)
         metadata = body.metadata.model_dump(exclude_unset=True) if body.metadata else None
         answer = encoder.response(
-            provider=provider_name(start.spec.provider),
+            provider=start.spec.provider_name or None,
             run_id=str(start.run_id),
             metadata=metadata,
         )

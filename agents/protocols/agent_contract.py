@@ -17,8 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentbuilder.errors import ErrorItem, Invalid, Loc
-from agents.llm.base import Message, Provider, ToolCallPart
-from agents.llm.registry import PROVIDERS
+from agents.llm.base import Message, ToolCallPart
 from agents.runtime.events import (
     Event,
     ResponseCompleted,
@@ -226,13 +225,6 @@ def _result(call: ToolCallModel, message: ChatMessage | None) -> Message | None:
 # ---------------------------------------------------------------- events ▸ response
 
 
-def provider_name(provider: Provider) -> str | None:
-    """The catalog name (bedrock, openai, local) of the provider object that served."""
-    cls = type(provider)
-    path = f"{cls.__module__}.{cls.__qualname__}"
-    return next((name for name, target in PROVIDERS.items() if target == path), None)
-
-
 # Failures after the run began that are the agent's own, not its transport's: the turn is
 # still answered (HTTP 200) with an assistant message that says what went wrong, as the
 # contract's "refusal / error-style response". Provider failures and timeouts stay HTTP
@@ -270,14 +262,9 @@ class TurnEncoder:
         return None
 
     def _answer(self, done: ResponseCompleted) -> str:
-        if "guardrail" in done.custom_outputs:
-            # A block replaces the answer; nothing of it was released yet.
-            return done.text
-        if done.object_answer and done.structured is not None:
-            # The structured_output call is the answer's form, not a tool that ran: the
-            # object is the reply (the call, which has no result, is left out below).
-            return json.dumps(done.structured, ensure_ascii=False)
-        return self.transcript.take_text() or done.text
+        # An object answer's structured_output call is the answer's form, not a tool that
+        # ran: the object is the reply (the call, which has no result, is left out below).
+        return done.answer_text
 
     def _final(self, text: str) -> None:
         self.transcript.take_text()  # the final message says it all

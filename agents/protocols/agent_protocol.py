@@ -415,7 +415,7 @@ def whole_answer(events: list[RuntimeEvent]) -> list[RuntimeEvent]:
     """The events of a non-streaming answer. When a guardrail blocked the output, the
     answer is its message alone (SPEC section 4), not the text released before it."""
     done = events[-1]
-    if not isinstance(done, ResponseCompleted) or "guardrail" not in done.custom_outputs:
+    if not isinstance(done, ResponseCompleted) or done.intervention is None:
         return events
     last_tool = max(
         (i for i, e in enumerate(events) if isinstance(e, ToolCall | ToolResult)), default=-1

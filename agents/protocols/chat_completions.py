@@ -311,15 +311,6 @@ def completion_id(response_id: str) -> str:
     return "chatcmpl-" + response_id.removeprefix("resp_")
 
 
-def _final_text(done: ResponseCompleted, deltas: list[str]) -> str:
-    if done.object_answer and done.structured is not None:
-        return json.dumps(done.structured, ensure_ascii=False)
-    # A guardrail's block replaces the whole answer.
-    if "guardrail" in done.custom_outputs:
-        return done.text
-    return "".join(deltas) or done.text
-
-
 def completion_body(events: list[Event], *, answered_by: str = "") -> dict[str, Any]:
     """The non-streaming answer: the final assistant reply of a completed run.
     `answered_by` (`name@version`) is its `model`; without it, the model that served it."""
@@ -327,12 +318,6 @@ def completion_body(events: list[Event], *, answered_by: str = "") -> dict[str, 
     done = events[-1]
     assert isinstance(created, ResponseCreated)
     assert isinstance(done, ResponseCompleted)
-    deltas: list[str] = []
-    for event in events:
-        if isinstance(event, TextDelta):
-            deltas.append(event.text)
-        elif isinstance(event, ToolCall | ToolResult):
-            deltas = []  # text before a tool call belongs to that call's message
     body: dict[str, Any] = {
         "id": completion_id(created.response_id),
         "object": "chat.completion",
@@ -344,7 +329,7 @@ def completion_body(events: list[Event], *, answered_by: str = "") -> dict[str, 
                 "index": 0,
                 "message": {
                     "role": "assistant",
-                    "content": _final_text(done, deltas),
+                    "content": done.answer_text,
                     "refusal": None,
                 },
                 "logprobs": None,
@@ -496,10 +481,10 @@ class ChunkEncoder:
 
     def _completed(self, done: ResponseCompleted) -> list[bytes]:
         frames: list[bytes] = []
-        if done.object_answer and done.structured is not None:
+        if isinstance(done.answer, dict):
             self.held = []  # the held call was the answer: its object is the reply
             frames += self._close_calls()
-            frames.append(self._start_assistant(_final_text(done, [])))
+            frames.append(self._start_assistant(done.answer_text))
         else:
             frames += self._release_held()
             if self.open != "assistant" or self.calls:

@@ -75,8 +75,8 @@ def response_body(events: list[Event]) -> dict[str, Any]:
     assert isinstance(created, ResponseCreated)
     done = events[-1]
     assert isinstance(done, ResponseCompleted)
-    if done.object_answer and done.structured is not None:
-        return done.structured
+    if isinstance(done.answer, dict):
+        return done.answer
     output: list[dict[str, Any]] = []
     text: list[str] = []
     for event in events:
@@ -95,9 +95,7 @@ def response_body(events: list[Event]) -> dict[str, Any]:
                     "arguments": event.arguments,
                 }
             )
-    # A guardrail's block replaces the whole answer: nothing of it was sent yet.
-    final = done.text if "guardrail" in done.custom_outputs else "".join(text) or done.text
-    output.append(_message(final))
+    output.append(_message(done.answer_text))
     body: dict[str, Any] = {
         "object": "response",
         "id": created.response_id,

@@ -7,6 +7,7 @@ stream holds no database connection.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
@@ -14,7 +15,15 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 from agents.llm.base import ProviderError
-from agents.runtime.events import Event, ResponseCreated, ResponseFailed
+from agents.runtime.events import (
+    Event,
+    ResponseCompleted,
+    ResponseCreated,
+    ResponseFailed,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+)
 from agents.runtime.guard import Guard, blocked_events, guard_output
 from agents.runtime.rag_agent import run_rag_agent
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
@@ -55,8 +64,9 @@ async def run(
         if flow_for is None:
             raise RunFailure("unsupported", f"{spec.agent_type} agents cannot run yet")
         flow = flow_for(spec, run_input, meter, 0)
+        answer = _Answer()
         async for event in guard_output(flow, guard, meter):
-            yield event
+            yield answer.follow(event)
     except RunFailure as exc:
         yield ResponseFailed(exc.code, exc.message, meter.usage)
     except ProviderError as exc:
@@ -64,6 +74,28 @@ async def run(
     except Exception:  # a bug must still end the stream with a final line, not cut it
         logger.exception("run of agent %s failed", spec.agent_id)
         yield ResponseFailed("internal_error", "the run failed unexpectedly", meter.usage)
+
+
+class _Answer:
+    """Decides a completion's answer: the text the client was given in the final message
+    (since the last tool call or result) or, if none was, the flow's text. An object
+    answer, or a guardrail's message, is the answer already."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+
+    def follow(self, event: Event) -> Event:
+        if isinstance(event, TextDelta):
+            self.text.append(event.text)
+        elif isinstance(event, ToolCall | ToolResult):
+            self.text = []
+        elif (
+            isinstance(event, ResponseCompleted)
+            and isinstance(event.answer, str)
+            and event.intervention is None
+        ):
+            return dataclasses.replace(event, answer="".join(self.text) or event.text)
+        return event
 
 
 def user_texts(run_input: RunInput) -> list[str]:

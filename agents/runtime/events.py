@@ -6,10 +6,12 @@ or ResponseFailed.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents.llm.base import Usage
+from guardrails.engines.base import Stage
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,19 @@ class ToolResult:
 
 
 @dataclass(frozen=True)
+class Intervention:
+    """A guardrail that blocked the run: its message replaced the answer."""
+
+    name: str
+    stage: Stage
+    message: str
+    action: str = "BLOCKED"
+
+    def custom_outputs(self) -> dict[str, Any]:
+        return {"guardrail": {"action": self.action, "name": self.name, "stage": self.stage}}
+
+
+@dataclass(frozen=True)
 class ResponseCompleted:
     usage: Usage
     text: str = ""
@@ -49,6 +64,31 @@ class ResponseCompleted:
     # it alone (the source document's PersonExtractor). A task agent's stays a message.
     object_answer: bool = False
     custom_outputs: dict[str, Any] = field(default_factory=dict)
+    # The final answer as the client gets it: the object of an object answer, else the text
+    # of the final message (what was released of it, or `text`). The runtime sets it; left
+    # out, it is worked out from the fields above.
+    answer: str | dict[str, Any] | None = None
+    # The guardrail whose message replaced the answer, if one did.
+    intervention: Intervention | None = None
+
+    def __post_init__(self) -> None:
+        if self.answer is None:
+            object.__setattr__(self, "answer", self._default_answer())
+
+    def _default_answer(self) -> str | dict[str, Any]:
+        if self.intervention is not None:
+            return self.intervention.message
+        if self.object_answer and self.structured is not None:
+            return self.structured
+        return self.text
+
+    @property
+    def answer_text(self) -> str:
+        """The answer as message text: an object answer as its JSON."""
+        answer = self.answer
+        if isinstance(answer, dict):
+            return json.dumps(answer, ensure_ascii=False)
+        return answer or ""
 
 
 @dataclass(frozen=True)

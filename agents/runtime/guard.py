@@ -10,14 +10,12 @@ guardrail blocks has never left the server.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from agents.runtime.events import (
     Event,
+    Intervention,
     ResponseCompleted,
     ResponseFailed,
     TextDelta,
@@ -29,16 +27,6 @@ from guardrails.engines.rules import Rule
 
 CONTEXT_CHARS = 64  # of released text, re-checked with each window: phrases span windows
 _SENTENCE_END = re.compile(r"[.!?…](?:[\"')\]]*)\s+|\n")
-
-
-@dataclass(frozen=True)
-class Intervention:
-    name: str
-    stage: Stage
-    message: str
-
-    def custom_outputs(self) -> dict[str, Any]:
-        return {"guardrail": {"action": "BLOCKED", "name": self.name, "stage": self.stage}}
 
 
 class Guard:
@@ -84,6 +72,7 @@ def blocked_events(intervention: Intervention, meter: Meter) -> list[Event]:
             usage=meter.usage,
             text=intervention.message,
             custom_outputs=intervention.custom_outputs(),
+            intervention=intervention,
         ),
     ]
 
@@ -121,8 +110,8 @@ def _shown(event: Event) -> list[str]:
     """The text of an event the client will see besides the deltas."""
     if isinstance(event, ToolCall):
         return [event.arguments]
-    if isinstance(event, ResponseCompleted) and event.object_answer and event.structured:
-        return [json.dumps(event.structured, ensure_ascii=False)]
+    if isinstance(event, ResponseCompleted) and isinstance(event.answer, dict) and event.answer:
+        return [event.answer_text]
     return []
 
 

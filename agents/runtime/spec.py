@@ -32,6 +32,7 @@ class AgentSpec:
     config: AgentConfig
     provider: Provider
     model: str  # the model id reported to clients (the offline model says so)
+    provider_name: str = ""  # the catalog's name of `provider`: bedrock, openai, local
     # task_agent tools: the resolved task agent behind each tool name
     task_agents: Mapping[str, AgentSpec] = field(default_factory=dict)
     # mcp tools: the servers of the config's references, then those the request named
