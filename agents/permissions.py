@@ -18,6 +18,7 @@ from typing import Any
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 from guardian.shortcuts import assign_perm
 
+from agentbuilder.errors import PermissionDenied
 from agents.models import (
     Agent,
     AgentGroupObjectPermission,
@@ -85,6 +86,19 @@ def environments_with(user: Any, action: Action) -> QuerySet[Environment]:
     if user.is_superuser:
         return Environment.objects.all()
     return Environment.objects.filter(_on_environment(user, action, OuterRef("pk")))
+
+
+def holds_on_environment(user: Any, environment: Environment, action: Action) -> bool:
+    """Whether `user` holds `action` on `environment` (for all of its agents)."""
+    return environments_with(user, action).filter(pk=environment.pk).exists()
+
+
+def require_on_environment(user: Any, environment: Environment, action: Action) -> None:
+    """Nothing if `user` holds `action` on `environment`. Raises PermissionDenied."""
+    if not holds_on_environment(user, environment, action):
+        raise PermissionDenied(
+            f"You do not have {action.name} permission in environment '{environment.name}'."
+        )
 
 
 def environments_visible(user: Any) -> QuerySet[Environment]:

@@ -41,7 +41,7 @@ from agents.models import (
     LLMModel,
     McpServer,
 )
-from agents.permissions import Action, agents_with, environments_with, grant
+from agents.permissions import Action, agents_with, grant, require_on_environment
 from agents.runtime.tools.functions import function_names
 from agents.tokens import token_encode
 from guardrails.selectors import unknown_guardrail_names
@@ -160,13 +160,6 @@ def _mcp_errors(environment: Environment, config: ToolAgentConfig) -> Iterable[E
 # ---------------------------------------------------------------- agents
 
 
-def _require_on_environment(user: Any, environment: Environment, action: Action) -> None:
-    if not environments_with(user, action).filter(pk=environment.pk).exists():
-        raise PermissionDenied(
-            f"You do not have {action.name} permission in environment '{environment.name}'."
-        )
-
-
 def _duplicate(name: str, environment: Environment) -> Conflict:
     return Conflict(f"Agent '{name}' already exists in environment '{environment.name}'")
 
@@ -204,7 +197,7 @@ def agent_create(
     notes: str = "",
 ) -> tuple[Agent, AgentVersion]:
     """Create an agent with its version 1. Raises PermissionDenied, Invalid or Conflict."""
-    _require_on_environment(user, environment, Action.CREATE)
+    require_on_environment(user, environment, Action.CREATE)
     _check_fields({"name": name, "description": description, "display_name": display_name})
     if agent_type not in AgentType.values:
         raise Invalid.at(("body", "agentType"), f"must be one of {', '.join(AgentType.values)}")

@@ -69,3 +69,15 @@ def token_decode(token: str) -> Claims:
 def credentials_current(claims: Claims, user: Any) -> bool:
     """Whether the user's password (or client secret) is still the one the token saw."""
     return hmac.compare_digest(str(claims.credentials), credentials_stamp(user))
+
+
+def token_holder(claims: Claims) -> Any | None:
+    """The active user a token was issued to, or None (gone, disabled, or a disabled client)."""
+    # A disabled API client loses its tokens at once, not when they expire.
+    return (
+        get_user_model()
+        .objects.filter(pk=claims.user_id, is_active=True)
+        .exclude(api_client__enabled=False)
+        .select_related("api_client")
+        .first()
+    )

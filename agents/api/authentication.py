@@ -3,12 +3,11 @@ from __future__ import annotations
 from typing import Any
 
 import jwt
-from django.contrib.auth import get_user_model
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from agents.tokens import Claims, credentials_current, token_decode
+from agents.tokens import Claims, credentials_current, token_decode, token_holder
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -28,14 +27,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Token has expired.") from None
         except jwt.InvalidTokenError:
             raise exceptions.AuthenticationFailed("Invalid token.") from None
-        # A disabled API client loses its tokens at once, not when they expire.
-        user = (
-            get_user_model()
-            .objects.filter(pk=claims.user_id, is_active=True)
-            .exclude(api_client__enabled=False)
-            .select_related("api_client")
-            .first()
-        )
+        user = token_holder(claims)
         if user is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
         # A token dies with the password (or client secret) it was issued under.

@@ -20,14 +20,14 @@ from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import PageQuery, Pagination, paginate
 from agentbuilder.api.parsers import JSONParser, MultiPartParser, loads_json
 from agentbuilder.api.views import ApiView, render
-from agentbuilder.errors import Invalid, NotFound, PermissionDenied
+from agentbuilder.errors import Invalid
 from agentbuilder.wire import CamelModel, OutputModel, parse
 from agents.api.views import ENVIRONMENT
 from agents.configs import RagSettings
 from agents.models import Environment
-from agents.permissions import Action, environments_with
+from agents.permissions import Action, require_on_environment
 from agents.rag import search_now, search_request
-from retrieval import services
+from retrieval import selectors, services
 from retrieval.models import Document
 
 IDEMPOTENCY_KEY_MAX = 255
@@ -142,22 +142,12 @@ class SearchOut(OutputModel):
 class EnvironmentScoped(ApiView):
     def require(self, action: Action) -> Environment:
         environment: Environment = self.environment
-        if not environments_with(self.request.user, action).filter(pk=environment.pk).exists():
-            raise PermissionDenied(
-                f"You do not have {action.name} permission in environment '{environment.name}'."
-            )
+        require_on_environment(self.request.user, environment, action)
         return environment
 
     def document(self, document_id: str, action: Action) -> Document:
         environment = self.require(action)
-        try:
-            pk = uuid.UUID(document_id)
-        except ValueError:
-            raise Invalid.at(("path", "documentId"), "must be a document id (a uuid)") from None
-        document = Document.objects.defer("source").filter(pk=pk, environment=environment).first()
-        if document is None:
-            raise NotFound(f"Document '{document_id}' not found.")
-        return document
+        return selectors.document_get(environment_id=environment.pk, document_id=document_id)
 
 
 class DocumentListView(EnvironmentScoped):
@@ -173,10 +163,8 @@ class DocumentListView(EnvironmentScoped):
     def get(self, request: Request) -> Response:
         environment = self.require(Action.READ)
         query = self.query(DocumentQuery)
-        documents = Document.objects.defer("source").filter(environment=environment)
-        if query.status:
-            documents = documents.filter(status=query.status)
-        items, pagination = paginate(documents.order_by("-created_at", "id"), query)
+        documents = selectors.document_list(environment_id=environment.pk, status=query.status)
+        items, pagination = paginate(documents, query)
         return render(
             DocumentList(documents=[DocumentOut.of(d) for d in items], pagination=pagination)
         )

@@ -38,7 +38,7 @@ from agents.mcp.types import (
     RemoteTool,
 )
 from agents.models import NAME_PATTERN, Environment, McpServer, McpTransport
-from agents.permissions import Action, environments_with
+from agents.permissions import Action, holds_on_environment, require_on_environment
 from agents.runtime.spec import McpServerSpec
 
 Loc = tuple[str | int, ...]
@@ -67,7 +67,7 @@ SCOPE_NAME_CONSTRAINTS = (
 
 def mcp_server_list(*, user: Any, environment: Environment) -> QuerySet[McpServer]:
     """The servers of `environment` and the global ones. Raises PermissionDenied."""
-    _require(user, environment, Action.READ)
+    require_on_environment(user, environment, Action.READ)
     return _visible(environment).order_by("name", "id")
 
 
@@ -82,7 +82,7 @@ def mcp_server_get(
         pk = uuid.UUID(server_id)
     except ValueError:
         raise Invalid.at(("path", "serverId"), "must be an MCP server id (a uuid)") from None
-    readable = environments_with(user, Action.READ).filter(pk=environment.pk).exists()
+    readable = holds_on_environment(user, environment, Action.READ)
     server = _visible(environment).select_related("environment").filter(pk=pk).first()
     if server is None or not readable:
         raise NotFound(f"MCP server '{server_id}' not found.")
@@ -95,16 +95,9 @@ def _visible(environment: Environment) -> QuerySet[McpServer]:
     return McpServer.objects.filter(Q(environment=environment) | Q(environment__isnull=True))
 
 
-def _require(user: Any, environment: Environment, action: Action) -> None:
-    if not environments_with(user, action).filter(pk=environment.pk).exists():
-        raise PermissionDenied(
-            f"You do not have {action.name} permission in environment '{environment.name}'."
-        )
-
-
 def _require_write(user: Any, environment: Environment | None) -> None:
     if environment is not None:
-        _require(user, environment, Action.EDIT)
+        require_on_environment(user, environment, Action.EDIT)
     elif not user.is_superuser:
         raise PermissionDenied("Only superusers can change global MCP servers.")
 

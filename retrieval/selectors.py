@@ -1,0 +1,32 @@
+"""Reads of documents. The caller's environment permission is checked by the agents side;
+these take the environment the caller may act in."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db.models import QuerySet
+
+from agentbuilder.errors import Invalid, NotFound
+from retrieval.models import Document
+
+
+def document_list(*, environment_id: Any, status: str | None = None) -> QuerySet[Document]:
+    """The documents of an environment, newest first, optionally of one status."""
+    documents = Document.objects.defer("source").filter(environment_id=environment_id)
+    if status:
+        documents = documents.filter(status=status)
+    return documents.order_by("-created_at", "id")
+
+
+def document_get(*, environment_id: Any, document_id: str) -> Document:
+    """One document of an environment. Raises Invalid (not a uuid) or NotFound."""
+    try:
+        pk = uuid.UUID(document_id)
+    except ValueError:
+        raise Invalid.at(("path", "documentId"), "must be a document id (a uuid)") from None
+    document = Document.objects.defer("source").filter(pk=pk, environment_id=environment_id).first()
+    if document is None:
+        raise NotFound(f"Document '{document_id}' not found.")
+    return document
