@@ -5,7 +5,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 
-from guardrails.engines.rules import build_engine
+from guardrails.engines.registry import engine_for
 from guardrails.models import Guardrail
 
 
@@ -32,7 +32,7 @@ class GuardrailForm(forms.ModelForm):
         # Build the engine once: an unknown detector or a missing guardrailId is caught
         # here, not on the first request that names this guardrail.
         try:
-            build_engine(data.get("engine", ""), config, fail_open=bool(data.get("fail_open")))
+            engine_for(data.get("engine", ""), config, fail_open=bool(data.get("fail_open")))
         except (LookupError, KeyError, ValueError, TypeError) as exc:
             raise forms.ValidationError({"engine_config": f"not a usable engine: {exc}"}) from None
         return data

@@ -4,7 +4,8 @@ from typing import Any
 
 from django.db.models import F, Q, QuerySet
 
-from guardrails.engines.rules import Rule, build_engine, stages_of
+from guardrails.engines.registry import engine_for
+from guardrails.engines.rules import Rule, stages_of
 from guardrails.models import Guardrail
 
 
@@ -39,7 +40,7 @@ def guardrail_rules(*, names: list[str], environment_id: Any) -> list[Rule]:
         row = rows.get(name)
         if row is None:
             raise LookupError(name)
-        engine = build_engine(row.engine, row.engine_config, fail_open=row.fail_open)
+        engine = engine_for(row.engine, row.engine_config, fail_open=row.fail_open)
         rules.append(
             Rule(
                 name=row.name,

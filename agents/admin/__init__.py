@@ -1,6 +1,6 @@
 """The admin: environments, agents and their versions, catalogs, API clients, MCP servers,
 runs."""
 
-from agents.admin import catalog, mcp, runs
+from agents.admin import agents, api_clients, environments, llm_models, mcp, runs, versions
 
-__all__ = ["catalog", "mcp", "runs"]
+__all__ = ["agents", "api_clients", "environments", "llm_models", "mcp", "runs", "versions"]

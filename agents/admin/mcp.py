@@ -12,7 +12,7 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
 from agentbuilder.errors import ErrorItem
-from agents.admin.catalog import ServiceForm, form_for_user, model_fields
+from agents.admin.forms import ServiceForm, form_for_user, model_fields
 from agents.mcp import servers
 from agents.models import Environment, McpServer, McpTransport
 from agents.permissions import Action, environments_visible, environments_with

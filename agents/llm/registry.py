@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import functools
-
-from django.utils.module_loading import import_string
+import importlib
 
 from agents.llm.base import Provider
 
@@ -23,9 +22,11 @@ def provider_for(name: str) -> Provider:
         path = PROVIDERS[name]
     except KeyError:
         raise LookupError(f"unknown model provider '{name}'") from None
+    module, _, attribute = path.rpartition(".")
     try:
-        provider_class = import_string(path)
+        provider_class = getattr(importlib.import_module(module), attribute)
     except ImportError as exc:
         package = PACKAGES.get(name, name)
         raise LookupError(f"the {name} provider needs the '{package}' package: {exc}") from exc
-    return provider_class()
+    provider: Provider = provider_class()
+    return provider

@@ -17,7 +17,7 @@ from agents.runtime.events import Event, ResponseCompleted, ToolCall, ToolResult
 from agents.runtime.model_step import StepResult, model_request, model_step
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
 from agents.runtime.tools.base import Outcome, Tool, execute, schema_problems
-from agents.runtime.tools.registry import build_tools
+from agents.runtime.tools.toolset import build_tools
 
 
 async def run_tool_agent(

@@ -13,7 +13,7 @@ import re
 
 from guardrails.detectors.rules import (
     Gate,
-    Rule,
+    WeightedPattern,
     alternation,
     exempt,
     find,
@@ -61,7 +61,7 @@ SENT_AWAY = (
 )
 MUST = r"(?:should|must|need\s+to|needs\s+to|deserve\s+to|ought\s+to|have\s+to)\s+(?:all\s+)?"
 
-RULES: tuple[Rule, ...] = (
+RULES: tuple[WeightedPattern, ...] = (
     rule("slur", 1.0, alternation(_LISTS["slur"])),
     rule("hate slogan", 1.0, alternation(_LISTS["slogan"], plural=False)),
     rule("ambiguous slur", 0.6, alternation(_LISTS["ambiguous"])),

@@ -12,7 +12,7 @@ import re
 
 from guardrails.detectors.rules import (
     Gate,
-    Rule,
+    WeightedPattern,
     alternation,
     exempt,
     find,
@@ -56,7 +56,7 @@ PERSON_NOT_COMPOUND = rf"{PERSON}(?![\s-]+{_COMPOUND}(?![a-z]))"
 SUBJECT = rf"(?:{PERSON}|he|she|they|him|her|them)"
 BE = r"(?:'s|'re|\s+is|\s+are|\s+was|\s+were|\s+seems?\s+like|\s+acts?\s+like)"
 
-RULES: tuple[Rule, ...] = (
+RULES: tuple[WeightedPattern, ...] = (
     # Aimed at the reader; the plainest are decisive at any sensitivity.
     rule("insult aimed at the reader", 1.0, rf"{YOU_ARE}{QUAL}\s+{STRONG}"),
     rule("insult aimed at the reader", 1.0, rf"{YOU}{QUAL},?\s+{STRONG}"),

@@ -14,17 +14,23 @@ DETECTORS: dict[str, str] = {
     "hate": "guardrails.detectors.hate.HateDetector",
     "prompt_attack": "guardrails.detectors.prompt_attack.PromptAttackDetector",
 }
+PACKAGES: dict[str, str] = {}  # none needs more than the standard library
 
 
 def detector_for(name: str, config: Mapping[str, Any]) -> Detector:
     """The detector `name` built from `config` (its `detector`, `stages` keys aside); raises
-    LookupError for an unknown name and ValueError for a config it does not take."""
+    LookupError for an unknown name or a missing package and ValueError for a config it does
+    not take."""
     try:
         path = DETECTORS[name]
     except KeyError:
         raise LookupError(f"unknown guardrail detector '{name}'") from None
     module, _, attribute = path.rpartition(".")
-    detector_class = getattr(importlib.import_module(module), attribute)
+    try:
+        detector_class = getattr(importlib.import_module(module), attribute)
+    except ImportError as exc:
+        package = PACKAGES.get(name, name)
+        raise LookupError(f"the {name} detector needs the '{package}' package: {exc}") from exc
     # `detector` names it and `stages` is for the runtime: the rest are the detector's own.
     options = {key: value for key, value in config.items() if key not in ("detector", "stages")}
     try:

@@ -158,14 +158,16 @@ def word(body: str, starts_with_letter: bool = True) -> str:
 
 
 @dataclass(frozen=True)
-class Rule:
+class WeightedPattern:
+    """A pattern whose every match is evidence of `label`, as strong as `weight` (0 to 1)."""
+
     label: str
     weight: float
     pattern: re.Pattern[str]
 
 
-def rule(label: str, weight: float, body: str, starts_with_letter: bool = True) -> Rule:
-    return Rule(label, weight, re.compile(word(body, starts_with_letter)))
+def rule(label: str, weight: float, body: str, starts_with_letter: bool = True) -> WeightedPattern:
+    return WeightedPattern(label, weight, re.compile(word(body, starts_with_letter)))
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,7 @@ class Hit:
     weight: float
 
 
-def find(rules: Sequence[Rule], text: str) -> list[Hit]:
+def find(rules: Sequence[WeightedPattern], text: str) -> list[Hit]:
     return [
         Hit(match.start(), match.end(), item.label, item.weight)
         for item in rules

@@ -21,6 +21,7 @@ import asyncio
 import logging
 import re
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import urllib3.exceptions
@@ -67,6 +68,17 @@ class BedrockGuardrailEngine:
         self.max_retries = max(0, int(max_retries))
         self.timeout = float(timeout)
         self.fail_open = fail_open
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], *, fail_open: bool) -> BedrockGuardrailEngine:
+        """The guardrail `config` names (`guardrailId`, `version`, `maxRetries`, `timeout`)."""
+        return cls(
+            guardrail_id=str(config["guardrailId"]),
+            version=str(config.get("version", "DRAFT")),
+            max_retries=int(config.get("maxRetries", 3)),
+            timeout=float(config.get("timeout", 10.0)),
+            fail_open=fail_open,
+        )
 
     def __repr__(self) -> str:
         return f"BedrockGuardrailEngine({self.guardrail_id!r}, version={self.version!r})"

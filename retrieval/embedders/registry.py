@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import functools
-
-from django.utils.module_loading import import_string
+import importlib
 
 from retrieval.embedders.base import Embedder
 
@@ -36,8 +35,9 @@ def embedder_for(
     except KeyError:
         known = ", ".join(EMBEDDERS)
         raise LookupError(f"unknown embedding provider '{name}' (known: {known})") from None
+    module, _, attribute = path.rpartition(".")
     try:
-        embedder_class = import_string(path)
+        embedder_class = getattr(importlib.import_module(module), attribute)
     except ImportError as exc:
         package = PACKAGES.get(name, name)
         raise LookupError(f"the {name} embedder needs the '{package}' package: {exc}") from exc

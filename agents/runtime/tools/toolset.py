@@ -94,7 +94,7 @@ def _task_agent_tool(entry: TaskAgentTool, target: AgentSpec, meter: Meter, dept
     parameters = target.config.input_schema
 
     async def call(arguments: dict[str, Any]) -> Outcome:
-        # Imported here: the task flow and this registry refer to each other.
+        # Imported here: the task flow and this module refer to each other.
         from agents.runtime.task_agent import run_task_nested
 
         if depth + 1 > MAX_DEPTH:

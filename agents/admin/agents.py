@@ -1,0 +1,256 @@
+"""The admin of agents, written through the services like the API's writes, so the same
+permission checks and validation apply and versions stay append-only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, cast
+
+from django import forms
+from django.contrib import admin
+from django.db.models import Max, QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from guardian.admin import GuardedModelAdmin, ReinforcedGuardedModelAdminMixin
+
+from agents import selectors, services
+from agents.admin.forms import (
+    PRE_STYLE,
+    ConfigField,
+    ServiceForm,
+    config_text,
+    form_for_user,
+    model_fields,
+)
+from agents.models import Agent, AgentType, AgentVersion, Environment
+from agents.permissions import Action, agents_with, environments_with
+
+
+class AgentFieldsForm(ServiceForm):
+    name = forms.CharField(max_length=100, help_text="Letters, digits, '-', '_' and '.'.")
+    display_name = forms.CharField(max_length=200, required=False)
+    description = forms.CharField(max_length=200, required=False)
+    config = ConfigField()
+    version_label = forms.CharField(max_length=100, required=False)
+    notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+
+    class Meta:
+        model = Agent
+        exclude = model_fields(Agent)
+
+
+class AgentAddForm(AgentFieldsForm):
+    environment = forms.ModelChoiceField(queryset=Environment.objects.none())
+    agent_type = forms.ChoiceField(choices=AgentType.choices)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        env_field = cast(forms.ModelChoiceField, self.fields["environment"])
+        env_field.queryset = environments_with(self.user, Action.CREATE)
+
+    def apply(self, data: dict[str, Any]) -> Agent:
+        agent, _ = services.agent_create(
+            user=self.user,
+            environment=data["environment"],
+            name=data["name"],
+            display_name=data["display_name"],
+            description=data["description"],
+            agent_type=data["agent_type"],
+            version_label=data["version_label"],
+            notes=data["notes"],
+            config=data["config"],
+        )
+        return agent
+
+
+class AgentChangeForm(AgentFieldsForm):
+    """Renames through agent_update; a changed config (or a label or notes) adds a version."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        instance: Agent = kwargs["instance"]
+        self.latest = instance.versions.order_by("-number").first()
+        kwargs["initial"] = {
+            "name": instance.name,
+            "display_name": instance.display_name,
+            "description": instance.description,
+            "config": self.latest.config if self.latest else None,
+            **(kwargs.get("initial") or {}),
+        }
+        super().__init__(*args, **kwargs)
+
+    def apply(self, data: dict[str, Any]) -> Agent:
+        old = self.instance
+        agent = selectors.agent_get(
+            user=self.user, environment=old.environment, agent_id=old.pk, action=Action.EDIT
+        )
+        fields = ("name", "display_name", "description")
+        changes = {f: data[f] for f in fields if data[f] != getattr(agent, f)}
+        if changes:
+            agent = services.agent_update(user=self.user, agent=agent, changes=changes)
+        config = data["config"] if self._config_changed(agent, data["config"]) else None
+        if config is not None or data["version_label"] or data["notes"]:
+            services.version_add(
+                user=self.user,
+                agent=agent,
+                config=config,
+                version_label=data["version_label"],
+                notes=data["notes"],
+            )
+        return agent
+
+    def _config_changed(self, agent: Agent, config: Any) -> bool:
+        # Compared in stored form, so dropping a key that only restated a default adds no
+        # version; validating here also reports errors before anything is written.
+        stored = services.config_validate(
+            user=self.user,
+            environment=agent.environment,
+            agent_type=agent.agent_type,
+            data=config,
+            loc=("body", "config"),
+        )
+        return self.latest is None or stored != self.latest.config
+
+
+class VersionInline(admin.TabularInline):
+    model = AgentVersion
+    fields = ("version", "version_label", "notes", "created_at", "created_by")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    verbose_name_plural = "version history"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AgentVersion]:
+        return super().get_queryset(request).select_related("created_by").defer("config")
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="version")
+    def version(self, version: AgentVersion) -> SafeString:
+        url = reverse("admin:agents_agentversion_change", args=[version.pk])
+        return format_html('<a href="{}">v{}</a>', url, version.number)
+
+
+class StatusFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("active", "Active"), ("deleted", "Deleted")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Agent]) -> QuerySet[Agent]:
+        if self.value() in ("active", "deleted"):
+            return queryset.filter(deleted_at__isnull=self.value() == "active")
+        return queryset
+
+
+ABOUT = ("environment", "agent_type", "status", "created_at", "created_by", "modified_at")
+VERSION_HELP = (
+    "Saving a changed config, or a version label or notes, adds a new version. "
+    "Earlier versions never change."
+)
+
+
+@admin.register(Agent)
+class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):  # type: ignore[misc]
+    form = AgentAddForm
+    list_display = ("name", "environment", "agent_type", "status", "latest", "modified_at")
+    list_filter = ("environment", "agent_type", StatusFilter)
+    list_select_related = ("environment",)
+    search_fields = ("name", "display_name", "description")
+    inlines = [VersionInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:
+        agents = super().get_queryset(request)
+        if not request.user.is_superuser:
+            agents = agents.filter(pk__in=agents_with(request.user, Action.READ).values("pk"))
+        return agents.annotate(latest_number=Max("versions__number"))
+
+    def get_fieldsets(self, request: HttpRequest, obj: Agent | None = None) -> Any:
+        if obj is None:
+            agent = ("environment", "name", "display_name", "description", "agent_type")
+            return [
+                (None, {"fields": agent}),
+                ("Version 1", {"fields": ("version_label", "notes", "config")}),
+            ]
+        if not self.has_change_permission(request, obj):
+            names = ("name", "display_name", "description", *ABOUT, "modified_by")
+            return [(None, {"fields": names}), ("Latest version", {"fields": ("latest_config",)})]
+        return [
+            (None, {"fields": ("name", "display_name", "description", *ABOUT)}),
+            (
+                "New version",
+                {"fields": ("config", "version_label", "notes"), "description": VERSION_HELP},
+            ),
+        ]
+
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: Agent | None = None
+    ) -> tuple[str, ...]:
+        return () if obj is None else (*ABOUT, "modified_by", "latest_config")
+
+    def get_inlines(self, request: HttpRequest, obj: Agent | None) -> list[Any]:
+        return [] if obj is None else list(self.inlines)
+
+    def get_form(
+        self, request: HttpRequest, obj: Agent | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm]:
+        kwargs["form"] = AgentAddForm if obj is None else AgentChangeForm
+        return form_for_user(super().get_form(request, obj, change=change, **kwargs), request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Agent | None = None) -> bool:
+        allowed = super().has_change_permission(request, obj)
+        return allowed and (obj is None or self._holds(request, obj, Action.EDIT))
+
+    def has_delete_permission(self, request: HttpRequest, obj: Agent | None = None) -> bool:
+        allowed = super().has_delete_permission(request, obj)
+        return allowed and (obj is None or self._holds(request, obj, Action.DELETE))
+
+    def _holds(self, request: HttpRequest, agent: Agent, action: Action) -> bool:
+        return agents_with(request.user, action).filter(pk=agent.pk).exists()
+
+    def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
+        """Nothing left to do: the form saved through the services while it validated."""
+
+    def delete_model(self, request: HttpRequest, obj: Agent) -> None:
+        services.agent_delete(user=request.user, agent=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+        for agent in queryset:
+            services.agent_delete(user=request.user, agent=agent)
+
+    def get_deleted_objects(
+        self, objs: Iterable[Agent], request: HttpRequest
+    ) -> tuple[list[str], dict[str, int], set[str], list[str]]:
+        # A soft delete keeps versions and runs, so only the agents are listed; an agent the
+        # user may not DELETE (or one already deleted) refuses the whole batch.
+        agents = list(objs)
+        pks = [agent.pk for agent in agents]
+        deletable = agents_with(request.user, Action.DELETE).filter(pk__in=pks).count()
+        refused = {str(Agent._meta.verbose_name)} if deletable < len(agents) else set()
+        return (
+            [str(a) for a in agents],
+            {str(Agent._meta.verbose_name_plural): len(agents)},
+            refused,
+            [],
+        )
+
+    @admin.display(description="latest version", ordering="latest_number")
+    def latest(self, agent: Agent) -> str:
+        number = getattr(agent, "latest_number", None)
+        return f"v{number}" if number else "-"
+
+    @admin.display(description="config of the latest version")
+    def latest_config(self, agent: Agent) -> SafeString | str:
+        latest = agent.versions.order_by("-number").first()
+        if latest is None:
+            return "-"
+        return format_html('<pre style="{}">{}</pre>', PRE_STYLE, config_text(latest.config))

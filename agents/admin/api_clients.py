@@ -1,0 +1,109 @@
+"""The admin of API clients: minted through the service, their secret shown once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.http import HttpRequest
+from guardian.shortcuts import get_perms
+
+from agentbuilder.errors import PermissionDenied
+from agents import services
+from agents.admin.forms import (
+    ServiceForm,
+    form_for_user,
+    model_fields,
+)
+from agents.models import APIClient, Environment
+from agents.permissions import Action, environments_with
+
+
+class APIClientAddForm(ServiceForm):
+    name = forms.CharField(max_length=100)
+    environment = forms.ModelChoiceField(queryset=Environment.objects.all())
+    permissions = forms.MultipleChoiceField(
+        choices=[(action.value, action.name) for action in Action],
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text="Granted to the client on the environment, so for every agent in it.",
+    )
+    issued: services.IssuedClient | None = None
+
+    class Meta:
+        model = APIClient
+        exclude = model_fields(APIClient)
+
+    def apply(self, data: dict[str, Any]) -> APIClient:
+        environment = data["environment"]
+        actions = [Action(value) for value in data["permissions"]]
+        # Minting a client must not hand out more than its creator holds.
+        missing = [
+            a.name for a in actions if not environments_with(self.user, a).contains(environment)
+        ]
+        if missing:
+            raise PermissionDenied(
+                f"You cannot grant {', '.join(missing)} in environment '{environment.name}': "
+                "you do not hold it there."
+            )
+        self.issued = services.api_client_create(
+            name=data["name"], environment=environment, actions=actions
+        )
+        return self.issued.client
+
+
+@admin.register(APIClient)
+class APIClientAdmin(admin.ModelAdmin):
+    list_display = ("name", "client_id", "environment", "enabled", "created_at", "last_used_at")
+    list_filter = ("environment", "enabled")
+    list_select_related = ("environment",)
+    search_fields = ("name", "client_id")
+    readonly_fields = (
+        "client_id",
+        "environment",
+        "granted",
+        "service_user",
+        "created_at",
+        "last_used_at",
+    )
+
+    def get_fieldsets(self, request: HttpRequest, obj: APIClient | None = None) -> Any:
+        if obj is None:
+            return [(None, {"fields": ("name", "environment", "permissions")})]
+        return [(None, {"fields": ("name", "enabled", *self.readonly_fields)})]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return self.readonly_fields if obj else ()
+
+    def get_form(
+        self,
+        request: HttpRequest,
+        obj: APIClient | None = None,
+        change: bool = False,
+        **kwargs: Any,
+    ) -> type[forms.ModelForm]:
+        if obj is None:
+            kwargs["form"] = APIClientAddForm
+        return form_for_user(super().get_form(request, obj, change=change, **kwargs), request)
+
+    def save_model(self, request: HttpRequest, obj: APIClient, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        issued = form.issued
+        self.message_user(
+            request,
+            f"Client id: {issued.client.client_id}  Secret: {issued.secret}  "
+            "Copy the secret now: it will not be shown again.",
+            messages.WARNING,
+        )
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Disable instead: deleting would leave the service user and its grants behind.
+        return False
+
+    @admin.display(description="permissions on the environment")
+    def granted(self, client: APIClient) -> str:
+        held = get_perms(client.service_user, client.environment)
+        return ", ".join(action.name for action in Action if action.value in held) or "-"

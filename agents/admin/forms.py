@@ -1,0 +1,92 @@
+"""The admin's shared form plumbing: forms that write through a service, config fields."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.db import models, transaction
+from django.forms.fields import InvalidJSONInput
+from django.http import HttpRequest
+
+from agentbuilder.errors import DomainError, ErrorItem, Invalid
+
+# Where an error located on the wire ("body", "displayName", …) shows in an admin form.
+FORM_FIELDS = {
+    "name": "name",
+    "displayName": "display_name",
+    "description": "description",
+    "agentType": "agent_type",
+    "config": "config",
+}
+PRE_STYLE = "font-size:12px; line-height:1.4; white-space:pre-wrap"
+
+
+def config_text(config: Any) -> str:
+    # Sorted: jsonb keeps keys in its own order (shortest first), which reads as random.
+    return json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def model_fields(model: type[models.Model]) -> list[str]:
+    return [field.name for field in model._meta.concrete_fields]
+
+
+class ConfigField(forms.JSONField):
+    """A JSON textarea that shows configs indented and says where broken JSON breaks."""
+
+    widget = forms.Textarea(attrs={"rows": 24, "cols": 100, "style": "font-family:monospace"})
+
+    def prepare_value(self, value: Any) -> Any:
+        return value if isinstance(value, InvalidJSONInput) else config_text(value)
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and value.strip():
+            try:
+                json.loads(value)
+            except json.JSONDecodeError as exc:
+                msg = f"config: invalid JSON, {exc.msg} at line {exc.lineno} column {exc.colno}"
+                raise forms.ValidationError(msg, code="invalid") from None
+        return super().to_python(value)
+
+
+class ServiceForm(forms.ModelForm):
+    """A form that writes through a service while it validates.
+
+    The services check and write in one step, so calling them here is what turns their
+    domain errors into form errors. The savepoint undoes a half-done change (a rename
+    before a refused config), and the admin's transaction still wraps the whole request.
+    The model's own validation is skipped (every model field is excluded): it would only
+    repeat the service's rules with vaguer messages.
+    """
+
+    user: Any = None  # set for each request by the admin
+
+    def apply(self, data: dict[str, Any]) -> models.Model:
+        raise NotImplementedError
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        if self.errors:
+            return self.cleaned_data
+        try:
+            with transaction.atomic():
+                self.instance = self.apply(self.cleaned_data)
+        except Invalid as exc:
+            for item in exc.errors:
+                self._add_located_error(item)
+        except DomainError as exc:
+            self.add_error(None, exc.detail)
+        return self.cleaned_data
+
+    def _add_located_error(self, item: ErrorItem) -> None:
+        loc = item.loc[1:] if item.loc[:1] == ("body",) else item.loc
+        field = FORM_FIELDS.get(str(loc[0])) if loc else None
+        message = f"{'.'.join(map(str, loc))}: {item.msg}" if loc else item.msg
+        self.add_error(field if field in self.fields else None, message)
+
+
+def form_for_user(form: type[forms.ModelForm], request: HttpRequest) -> type[forms.ModelForm]:
+    # ModelAdmin.get_form builds a fresh class on every request, so this is per request.
+    form.user = request.user  # type: ignore[attr-defined]
+    return form
