@@ -6,6 +6,6 @@ class AgentsConfig(AppConfig):
     verbose_name = "Agents"
 
     def ready(self) -> None:
-        from agents import run_leases
+        from agents.runs import leases
 
-        run_leases.register()
+        leases.register()

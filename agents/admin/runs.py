@@ -9,7 +9,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from agents.models import Run
-from agents.run_leases import runs_mark_failed
+from agents.runs.leases import runs_mark_failed
 
 
 @admin.register(Run)

@@ -35,7 +35,7 @@ from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid
 from agents import selectors
 from agents.api.chat_schemas import ChatCompletion, OpenAIError
-from agents.api.invoke import FAILURE_STATUS, collected_events, recorded_events, run_headers
+from agents.api.invoke import FAILURE_STATUS, run_headers
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.configs import StructuredOutputTool, ToolAgentConfig
 from agents.mcp.types import McpServerRequest
@@ -49,7 +49,9 @@ from agents.protocols.chat_completions import (
     invalid_message,
     model_reference,
 )
-from agents.runs import CHAT_TYPES, Invocation, invocation_start
+from agents.runs.request import CHAT_TYPES, RunRequest
+from agents.runs.start import Invocation, invocation_start
+from agents.runs.stream import collected_events, recorded_events
 from agents.runtime.events import Event, ResponseFailed
 
 KEEPALIVE_SECONDS = 15.0
@@ -151,26 +153,28 @@ class _ChatCompletionsBase(OpenAIAnswers, AsyncAPIView, ApiView):
             )
             agent_id = agent.pk
         invocation = invocation_start(
-            user=user,
-            environment=environment,
-            agent_id=agent_id,
-            version_ref=version_ref,
-            protocol=PROTOCOL,
-            route=self.route,
-            agent_types=CHAT_TYPES,
-            messages=messages,
-            # The document's iteration is user → model → tool call → tool result → model:
-            # `iteration_limit` rounds of tools, then the model may still answer.
-            max_iterations=body.iteration_limit + 1,
-            mcp_servers=_mcp_requests(body),
+            RunRequest(
+                user=user,
+                environment=environment,
+                agent_id=agent_id,
+                version_ref=version_ref,
+                protocol=PROTOCOL,
+                route=self.route,
+                agent_types=CHAT_TYPES,
+                messages=messages,
+                # The document's iteration is user → model → tool call → tool result →
+                # model: `iteration_limit` rounds of tools, then the model may still answer.
+                max_iterations=body.iteration_limit + 1,
+                mcp_servers=_mcp_requests(body),
+            )
         )
         return body, invocation
 
 
-def _mcp_requests(body: ChatCompletionRequest) -> list[McpServerRequest]:
+def _mcp_requests(body: ChatCompletionRequest) -> tuple[McpServerRequest, ...]:
     """The request's `mcp_servers`, for this run only: registered servers by
     `integration_fqn` (name or id), raw URLs where settings allow them."""
-    return [
+    return tuple(
         McpServerRequest(
             ("body", "mcp_servers", i),
             server=server.integration_fqn,
@@ -181,7 +185,7 @@ def _mcp_requests(body: ChatCompletionRequest) -> list[McpServerRequest]:
             else tuple(tool.name for tool in server.tools),
         )
         for i, server in enumerate(body.mcp_servers)
-    ]
+    )
 
 
 def _answer_tools(invocation: Invocation) -> frozenset[str]:

@@ -6,11 +6,10 @@ and written after it ends, never while the model is talking.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import sys
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from adrf.views import APIView as AsyncAPIView
@@ -30,9 +29,10 @@ from agents.llm.base import Attachment, Message
 from agents.protocols.attachments import from_base64, from_text
 from agents.protocols.native import NdjsonEncoder, response_body
 from agents.rag import OVERRIDES as RAG_OVERRIDES
-from agents.runs import CHAT_TYPES, TASK_TYPES, Invocation, RunRecorder, invocation_start
-from agents.runtime.engine import run
-from agents.runtime.events import Event, ResponseFailed
+from agents.runs.request import CHAT_TYPES, TASK_TYPES, RunRequest
+from agents.runs.start import Invocation, invocation_start
+from agents.runs.stream import collected_events, recorded_events
+from agents.runtime.events import ResponseFailed
 
 logger = logging.getLogger(__name__)
 
@@ -178,115 +178,44 @@ class _InvokeBase(AsyncAPIView, ApiView):
     stream = False
 
     async def start(self, agent_id: str, version_id: str) -> Invocation:
-        kwargs = await in_db(self._start_kwargs)()
-        return await in_db(invocation_start)(
+        return await in_db(self._start)(agent_id, version_id)
+
+    def _start(self, agent_id: str, version_ref: str) -> Invocation:
+        if self.agent_types == TASK_TYPES:
+            task = self.body(InvokeTaskRequest)
+            request = self._request(agent_id, version_ref)
+            request = replace(request, inputs=task.inputs, guardrails=tuple(task.guardrails))
+        else:
+            chat = self.body(InvokeRequest)
+            messages = _messages(chat)
+            request = replace(
+                self._request(agent_id, version_ref),
+                messages=messages,
+                guardrails=tuple(chat.guardrails),
+                thread_id=chat.thread_id or "",
+                # Field names, not the wire's camelCase: agents.rag.OVERRIDES names them so.
+                rag_overrides=chat.model_dump(
+                    include=set(RAG_OVERRIDES), exclude_none=True, by_alias=False
+                ),
+            )
+        return invocation_start(request)
+
+    def _request(self, agent_id: str, version_ref: str) -> RunRequest:
+        return RunRequest(
+            user=self.request.user,
+            environment=self.environment,
             agent_id=agent_uuid(agent_id),
-            version_ref=version_id,
+            version_ref=version_ref,
             protocol=self.protocol,
             route=self.route,
             agent_types=self.agent_types,
-            **kwargs,
         )
-
-    def _start_kwargs(self) -> dict[str, Any]:
-        common = {"user": self.request.user, "environment": self.environment}
-        if self.agent_types == TASK_TYPES:
-            task = self.body(InvokeTaskRequest)
-            return {**common, "inputs": task.inputs, "guardrails": tuple(task.guardrails)}
-        chat = self.body(InvokeRequest)
-        return {
-            **common,
-            "messages": _messages(chat),
-            "guardrails": tuple(chat.guardrails),
-            "thread_id": chat.thread_id or "",
-            # Field names, not the wire's camelCase: agents.rag.OVERRIDES names them so.
-            "rag_overrides": chat.model_dump(
-                include=set(RAG_OVERRIDES), exclude_none=True, by_alias=False
-            ),
-        }
 
     async def answer(self, agent_id: str, version_id: str) -> Any:
         invocation = await self.start(agent_id, version_id)
         if self.stream:
             return _ndjson(invocation)
         return await _collect(invocation)
-
-
-# The client went away: the server cancels the response's task (or, on some servers, the
-# socket's write fails), and the stream is closed.
-CLIENT_GONE = (asyncio.CancelledError, GeneratorExit, OSError)
-# The process is going down: the run ends with it.
-PROCESS_EXIT = (KeyboardInterrupt, SystemExit)
-
-
-class RecordedEvents:
-    """A run's events, recorded as they pass; the run row is written once at the end:
-    `canceled` when the client went away, `failed` (`internal_error`, logged with its
-    traceback) when anything unexpected broke the run or the encoding of its stream.
-    Every protocol streams through this, closing it with `aclosing`."""
-
-    def __init__(self, invocation: Invocation) -> None:
-        self.invocation = invocation
-        self.broken_by: BaseException | None = None
-        self._events = self._recorded()
-
-    def __aiter__(self) -> RecordedEvents:
-        return self
-
-    async def __anext__(self) -> Event:
-        return await self._events.__anext__()
-
-    async def aclose(self) -> None:
-        # The consumer's `aclosing` calls this while it handles what ended its loop: the
-        # client going away, or an error of its own (an encoder's), which is no cancel.
-        failure = sys.exc_info()[1]
-        if failure is not None and not isinstance(failure, CLIENT_GONE):
-            self.broken_by = failure
-        await self._events.aclose()
-
-    async def _recorded(self) -> AsyncGenerator[Event, None]:
-        invocation = self.invocation
-        recorder = RunRecorder(invocation)
-        canceled = False
-        try:
-            broken: ResponseFailed | None = None
-            try:
-                async for event in run(
-                    invocation.spec, invocation.run_input, response_id=invocation.response_id
-                ):
-                    recorder.observe(event)
-                    yield event
-            except (*CLIENT_GONE, *PROCESS_EXIT):
-                raise
-            except BaseException:
-                # The runtime ends its own failures with ResponseFailed: this escaped it (a
-                # tool's BaseException, a bug below it). The client still gets a last line.
-                logger.exception("run %s broke", invocation.run_id)
-                broken = recorder.broke()
-            if broken is not None:  # yielded outside the except: no exception context
-                yield broken
-        except CLIENT_GONE:
-            if self.broken_by is None:
-                canceled = True
-            else:
-                failure = self.broken_by
-                logger.error("the stream of run %s broke", invocation.run_id, exc_info=failure)
-                recorder.broke()
-            raise
-        except PROCESS_EXIT:
-            recorder.broke("interrupted", "the server process stopped during the run")
-            raise
-        finally:
-            # On a disconnect this runs in a cancelled task: shield the write.
-            await asyncio.shield(in_db(recorder.save)(canceled=canceled))
-
-
-def recorded_events(invocation: Invocation) -> RecordedEvents:
-    return RecordedEvents(invocation)
-
-
-async def collected_events(invocation: Invocation) -> list[Event]:
-    return [event async for event in recorded_events(invocation)]
 
 
 def run_headers(invocation: Invocation, *, stream: bool = False) -> dict[str, str]:

@@ -23,7 +23,7 @@ from rest_framework.response import Response
 from agentbuilder.api.views import ApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import ErrorItem, Invalid
-from agents.api.invoke import FAILURE_STATUS, collected_events, recorded_events, run_headers
+from agents.api.invoke import FAILURE_STATUS, run_headers
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.llm.base import Message as RuntimeMessage
 from agents.protocols.agent_protocol import (
@@ -40,7 +40,9 @@ from agents.protocols.agent_protocol import (
     whole_answer,
 )
 from agents.protocols.attachments import from_url
-from agents.runs import CHAT_TYPES, Invocation, invocation_start
+from agents.runs.request import CHAT_TYPES, RunRequest
+from agents.runs.start import Invocation, invocation_start
+from agents.runs.stream import collected_events, recorded_events
 from agents.runtime.events import ResponseFailed
 
 PROTOCOL = "process"
@@ -152,27 +154,26 @@ class ProcessView(AsyncAPIView, ApiView):
         tags=["invoke"],
     )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:
-        body, kwargs = await in_db(self._start_kwargs)()
-        invocation = await in_db(invocation_start)(
-            agent_id=agent_uuid(agentId),
-            version_ref=versionId,
-            protocol=PROTOCOL,
-            route="/process",
-            agent_types=CHAT_TYPES,
-            **kwargs,
-        )
+        body, invocation = await in_db(self._start)(agentId, versionId)
         if body.stream:
             return _stream(invocation, body.session_id)
         return await _collect(invocation, body.session_id)
 
-    def _start_kwargs(self) -> tuple[AgentRequest, dict[str, Any]]:
+    def _start(self, agent_id: str, version_ref: str) -> tuple[AgentRequest, Invocation]:
         body = self.body(AgentRequest)
-        return body, {
-            "user": self.request.user,
-            "environment": self.environment,
-            "messages": runtime_messages(body),
-            "thread_id": body.session_id or "",
-        }
+        messages = runtime_messages(body)
+        request = RunRequest(
+            user=self.request.user,
+            environment=self.environment,
+            agent_id=agent_uuid(agent_id),
+            version_ref=version_ref,
+            protocol=PROTOCOL,
+            route="/process",
+            agent_types=CHAT_TYPES,
+            messages=messages,
+            thread_id=body.session_id or "",
+        )
+        return body, invocation_start(request)
 
     def handle_exception(self, exc: Exception) -> Response:
         """Every refusal in the protocol's style; status and headers (X-Run-Id,

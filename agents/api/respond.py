@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from agentbuilder.api.views import ApiView
 from agentbuilder.db import in_db
-from agents.api.invoke import FAILURE_STATUS, collected_events, run_headers
+from agents.api.invoke import FAILURE_STATUS, run_headers
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.protocols.agent_contract import (
     AgentRequest,
@@ -23,7 +23,9 @@ from agents.protocols.agent_contract import (
     TurnEncoder,
     history_messages,
 )
-from agents.runs import CHAT_TYPES, Invocation, invocation_start
+from agents.runs.request import CHAT_TYPES, RunRequest
+from agents.runs.start import Invocation, invocation_start
+from agents.runs.stream import collected_events
 
 # A run that failed on what the client sent (a RAG agent asked no question) is the
 # client's error, not the provider's.
@@ -74,14 +76,16 @@ class RespondView(AsyncAPIView, ApiView):
         body = self.body(AgentRequest)
         messages = history_messages(body)
         invocation = invocation_start(
-            user=self.request.user,
-            environment=self.environment,
-            agent_id=agent_uuid(agent_id),
-            version_ref=version_id,
-            protocol="respond",
-            route="/respond",
-            agent_types=CHAT_TYPES,
-            messages=messages,
+            RunRequest(
+                user=self.request.user,
+                environment=self.environment,
+                agent_id=agent_uuid(agent_id),
+                version_ref=version_id,
+                protocol="respond",
+                route="/respond",
+                agent_types=CHAT_TYPES,
+                messages=messages,
+            )
         )
         return body, invocation
 

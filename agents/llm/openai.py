@@ -136,7 +136,7 @@ def _parts(message: Message) -> list[dict[str, Any]]:
     for attachment in message.attachments:
         data = base64.b64encode(attachment.data).decode()
         url = f"data:{attachment.media_type};base64,{data}"
-        # The catalog lets only images reach this provider (agents.runs checks it).
+        # The catalog lets only images reach this provider (agents.runs.start checks it).
         parts.append({"type": "image_url", "image_url": {"url": url}})
     return parts
 

@@ -4,7 +4,7 @@ Every protocol carries them its own way (the native API's `source`, OpenAI's `im
 `file` parts, the agent API protocol's `image_url`); all arrive here as base64 bytes with a
 media type. The server never fetches a URL: a part that names one is refused, so a request
 cannot make the server reach another host. What a model can read is the catalog's business
-(`agents.runs`); this module only checks that a part is well formed, and says where it is
+(`agents.runs.start`); this module only checks that a part is well formed, and says where it is
 not.
 """
 

@@ -1,11 +1,13 @@
 """The messages of a turn in OpenAI's chat shape, followed from a run's events: what run
-records keep and what the agent HTTP contract answers (agents.protocols.agent_contract)."""
+records keep and what the agent HTTP contract answers (agents.protocols.respond)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from agents.llm.base import Message, ToolCallPart
 from agents.runtime.events import Event, TextDelta, ToolCall, ToolResult
+from agents.runtime.messages import message_json, tool_call_json
 
 
 class Transcript:
@@ -26,24 +28,13 @@ class Transcript:
             # The calls of one model step share the assistant message with the step's text.
             last = self.messages[-1] if self.messages else None
             if self.text or last is None or last["role"] != "assistant":
-                last = {"role": "assistant", "content": self.take_text()}
+                last = message_json(Message("assistant", self.take_text()))
                 self.messages.append(last)
-            last.setdefault("tool_calls", []).append(
-                {
-                    "id": event.call_id,
-                    "type": "function",
-                    "function": {"name": event.name, "arguments": event.arguments},
-                }
-            )
+            call = ToolCallPart(event.call_id, event.name, event.arguments)
+            last.setdefault("tool_calls", []).append(tool_call_json(call))
         elif isinstance(event, ToolResult):
-            self.messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": event.call_id,
-                    "name": event.name,
-                    "content": event.content,
-                }
-            )
+            result = Message("tool", event.content, tool_call_id=event.call_id, name=event.name)
+            self.messages.append(message_json(result))
 
     def take_text(self) -> str:
         """The text held since the last message, which is no longer held."""
@@ -52,4 +43,4 @@ class Transcript:
 
     def close_text(self) -> None:
         if self.text:
-            self.messages.append({"role": "assistant", "content": self.take_text()})
+            self.messages.append(message_json(Message("assistant", self.take_text())))

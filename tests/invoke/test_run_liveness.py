@@ -32,7 +32,7 @@ from agentbuilder import liveness
 from agents.examples import CALCULATOR
 from agents.models import Agent, LLMModel, Run
 from agents.protocols.native import NdjsonEncoder
-from agents.run_leases import runs_interrupt_expired
+from agents.runs.leases import runs_interrupt_expired
 from agents.runtime.events import TextDelta
 from agents.runtime.tools.functions import REGISTRY, FunctionSpec
 from agents.tokens import token_encode

@@ -24,18 +24,18 @@ from rest_framework.test import APIClient
 from agentbuilder.errors import Invalid
 from agents.mcp import cache
 from agents.mcp.secrets import HeadersUnreadable, decrypt_headers
-from agents.mcp.servers import request_server_specs
 from agents.mcp.ssrf import NetworkPolicy, UrlRefused, check_url, policy_from_settings
 from agents.mcp.types import McpEndpoint, McpServerRequest
 from agents.models import Environment, McpServer, Run
 from agents.permissions import Action, grant
-from agents.runs import invocation_start
+from agents.runs.mcp_servers import request_server_specs
 from agents.runtime.spec import McpServerSpec
 from agents.runtime.tools.mcp import mcp_tools
 from tests.conftest import client_for
 from tests.factories import UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Call, Turn
+from tests.invocations import invocation_start
 from tests.live import LiveApp
 
 pytestmark = pytest.mark.django_db

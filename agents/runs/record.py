@@ -1,0 +1,76 @@
+"""Recording a run: its events followed in memory, the run record written once, at the end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from agents.models import Run, RunStatus
+from agents.runs import leases
+from agents.runs.start import Invocation
+from agents.runtime.events import Event, ResponseCompleted, ResponseFailed
+from agents.runtime.transcript import Transcript
+
+
+class RunRecorder:
+    """Follows a run's events in memory; `save` writes the run record once, at the end."""
+
+    def __init__(self, invocation: Invocation) -> None:
+        self.invocation = invocation
+        self.transcript = Transcript()
+        self.status = RunStatus.IN_PROGRESS
+        self.usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+        self.output: Any = None
+        self.error: dict[str, str] | None = None
+        leases.run_started(invocation.run_id)
+
+    def observe(self, event: Event) -> None:
+        self.transcript.observe(event)
+        if isinstance(event, ResponseCompleted):
+            self.transcript.close_text()
+            self.status = RunStatus.COMPLETED
+            self.usage = event.usage.as_dict()
+            self.output = event.structured if event.structured is not None else event.text
+            if event.custom_outputs:
+                self.output = {"answer": self.output, "customOutputs": event.custom_outputs}
+        elif isinstance(event, ResponseFailed):
+            self.transcript.close_text()
+            self.status = RunStatus.FAILED
+            self.usage = event.usage.as_dict()
+            self.error = {"code": event.code, "message": event.message}
+
+    def broke(
+        self, code: str = "internal_error", message: str = "the run failed unexpectedly"
+    ) -> ResponseFailed:
+        """The run broke where nothing expected it to: its failure, observed (unless it had
+        ended already), for the client's stream to end with."""
+        event = ResponseFailed(code, message)
+        if self.status == RunStatus.IN_PROGRESS:
+            self.observe(event)
+        return event
+
+    def save(self, *, canceled: bool = False) -> None:
+        """Write the run's end. Whatever this process believed before (a sweep that took
+        it for dead, an admin's verdict), the run's own end is the truth."""
+        if canceled and self.status == RunStatus.IN_PROGRESS:
+            self.status = RunStatus.CANCELED
+            self.transcript.close_text()
+        elif self.status == RunStatus.IN_PROGRESS:  # ended without a final event
+            self.broke()
+        try:
+            run = Run.objects.only("messages", "started_at").get(pk=self.invocation.run_id)
+            now = timezone.now()
+            Run.objects.filter(pk=self.invocation.run_id).update(
+                status=self.status,
+                completed_at=now,
+                latency_ms=int((now - run.started_at).total_seconds() * 1000),
+                tokens_usage=self.usage,
+                messages=[*run.messages, *self.transcript.messages],
+                output=self.output,
+                error=self.error,
+                lease_until=None,
+            )
+        finally:
+            # Written or not: a run this process failed to write is left to its lease.
+            leases.run_ended(self.invocation.run_id)

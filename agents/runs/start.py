@@ -1,0 +1,220 @@
+"""Starting a run: check the call, open its run record and build what the runtime needs.
+
+`invocation_start` does every read (and the run row) before the stream begins, so the
+stream itself holds no database connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from agentbuilder import liveness
+from agentbuilder.errors import DomainError, ErrorItem, Invalid
+from agents import selectors
+from agents.configs import TaskAgentConfig
+from agents.llm.base import Message
+from agents.llm.local import MODEL_ID as LOCAL_MODEL
+from agents.models import Agent, AgentVersion, Environment, LLMModel, Run, RunStatus
+from agents.permissions import Action
+from agents.runs import leases
+from agents.runs.request import RunRequest
+from agents.runs.spec import agent_spec, retrievers, with_max_iterations, with_request_servers
+from agents.runtime.engine import new_response_id
+from agents.runtime.messages import MESSAGE_ROLES, message_from_json, message_json
+from agents.runtime.spec import AgentSpec, RunInput
+from agents.runtime.task_agent import TaskInputError, prepare_inputs
+from agents.templating import TemplateLimitError
+from guardrails.engines.rules import Rule
+from guardrails.selectors import guardrail_rules, unknown_guardrail_names
+
+logger = logging.getLogger(__name__)
+
+# The second sentence of a wrong-route refusal: where this agent type is called instead.
+WHERE_TO_CALL = {
+    "task": "Call a task agent with POST .../invoke-task (or /invoke-task-stream) and its "
+    "`inputs`.",
+    "tool": "Call it with POST .../invoke (or /invoke-stream) and `messages`.",
+    "rag": "Call it with POST .../invoke (or /invoke-stream) and `messages`.",
+}
+
+
+@dataclass
+class Invocation:
+    run_id: uuid.UUID
+    response_id: str
+    spec: AgentSpec
+    run_input: RunInput
+    # Which agent and version answered, as callers name them (`calculator@3`).
+    agent_name: str = ""
+    version_number: int = 0
+
+    @property
+    def answered_by(self) -> str:
+        return f"{self.agent_name}@{self.version_number}"
+
+
+def invocation_start(request: RunRequest) -> Invocation:
+    """Check the call, open its run and build the runtime spec.
+
+    Raises NotFound or PermissionDenied before any run exists; after that, DomainError
+    (wrong agent type) or Invalid, carrying `run_id`, with the run left `failed`.
+    """
+    agent = selectors.agent_get(
+        user=request.user,
+        environment=request.environment,
+        agent_id=request.agent_id,
+        action=Action.INVOKE,
+    )
+    version = selectors.version_get(agent=agent, ref=request.version_ref)
+    history = thread_history(agent=agent, caller=request.user, thread_id=request.thread_id)
+    response_id = new_response_id()
+    run = Run.objects.create(
+        agent=agent,
+        version=version,
+        caller=request.user,
+        protocol=request.protocol,
+        response_id=response_id,
+        thread_id=request.thread_id,
+        messages=[message_json(m) for m in request.messages],
+        lease_until=liveness.lease_expiry(),
+    )
+    try:
+        spec, run_input = _prepare(request, agent, version, run, history)
+    except TemplateOverLimit as exc:
+        _fail(run, exc.code, exc.message)
+        exc.run_id = run.pk
+        raise
+    except (Invalid, DomainError) as exc:
+        _fail(run, "invalid_request", str(exc))
+        exc.run_id = run.pk
+        raise
+    except BaseException:
+        logger.exception("opening run %s failed", run.pk)
+        _fail(run, "internal_error", "the run could not be started")
+        raise
+    invocation = Invocation(run.pk, response_id, spec, run_input, agent.name, version.number)
+    leases.run_opened(run.pk, invocation)
+    return invocation
+
+
+def _prepare(
+    request: RunRequest,
+    agent: Agent,
+    version: AgentVersion,
+    run: Run,
+    history: tuple[Message, ...],
+) -> tuple[AgentSpec, RunInput]:
+    if agent.agent_type not in request.agent_types:
+        raise DomainError(
+            f"Agent type {agent.agent_type} not supported in {request.route} endpoints. "
+            + WHERE_TO_CALL[agent.agent_type]
+        )
+    environment = request.environment
+    _check_guardrails(request.guardrails, environment)
+    spec = agent_spec(agent=agent, version=version)
+    _check_attachments(spec.config.llm_model_id, request.messages)
+    spec = with_max_iterations(spec, request.max_iterations)
+    spec = with_request_servers(spec, environment, request.mcp_servers)
+    rules = tuple(_rules([*spec.config.guardrails, *request.guardrails], environment))
+    if isinstance(spec.config, TaskAgentConfig):
+        inputs, _ = _task_inputs(spec.config, request.inputs)
+        Run.objects.filter(pk=run.pk).update(messages=[{"role": "user", "inputs": inputs}])
+        return spec, RunInput(inputs=inputs, guardrails=rules, guard_window=_window())
+    return spec, RunInput(
+        messages=(*history, *request.messages),
+        guardrails=rules,
+        guard_window=_window(),
+        retrievers=retrievers(spec, environment, request.rag_overrides),
+    )
+
+
+def _check_attachments(model_id: str, messages: tuple[Message, ...]) -> None:
+    """Refuse, naming the part, an image or document the model cannot read: the catalog's
+    `images` and `documents` capabilities say which can."""
+    sent = [a for m in messages for a in m.attachments]
+    if not sent:
+        return
+    served_by = LOCAL_MODEL if settings.LLM_OFFLINE else model_id
+    reads = LLMModel.objects.filter(pk=served_by).values_list("capabilities", flat=True).first()
+    for attachment in sent:
+        if f"{attachment.kind}s" not in (reads or ()):
+            raise Invalid.at(
+                attachment.loc, f"the model '{served_by}' cannot read {attachment.kind}s"
+            )
+
+
+def _check_guardrails(names: tuple[str, ...], environment: Environment) -> None:
+    unknown = unknown_guardrail_names(names=list(names), environment_id=environment.pk)
+    if unknown:
+        raise Invalid(
+            [
+                ErrorItem(("body", "guardrails", names.index(n)), f"unknown guardrail '{n}'")
+                for n in unknown
+            ]
+        )
+
+
+def _rules(names: list[str], environment: Environment) -> list[Rule]:
+    try:
+        return guardrail_rules(names=names, environment_id=environment.pk)
+    except LookupError as exc:
+        # A guardrail of the config may have been disabled since: refuse to run without it.
+        raise DomainError(f"Guardrail '{exc.args[0]}' of this agent is not available.") from None
+
+
+def _window() -> int:
+    return int(settings.GUARDRAIL_WINDOW_CHARS)
+
+
+class TemplateOverLimit(DomainError):
+    """A task agent's prompt template went over a limit with these inputs: a 400, and the
+    run `failed` with this code."""
+
+    code = "template_limit"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{self.code}: {message}")
+        self.message = message
+
+
+def _task_inputs(config: TaskAgentConfig, inputs: Any) -> tuple[dict[str, Any], str]:
+    try:
+        return prepare_inputs(config, inputs if inputs is not None else {})
+    except TaskInputError as exc:
+        items = [ErrorItem(("body", "inputs", *path), msg) for path, msg in exc.problems]
+        raise Invalid(items) from None
+    except TemplateLimitError as exc:
+        raise TemplateOverLimit(f"the prompt template went over a limit: {exc}") from None
+
+
+def _fail(run: Run, code: str, message: str) -> None:
+    Run.objects.filter(pk=run.pk).update(
+        status=RunStatus.FAILED,
+        completed_at=timezone.now(),
+        latency_ms=0,
+        error={"code": code, "message": message},
+        lease_until=None,
+    )
+
+
+def thread_history(*, agent: Agent, caller: Any, thread_id: str) -> tuple[Message, ...]:
+    """The messages of the caller's thread's earlier completed turns with this agent, oldest
+    first. A thread belongs to its caller: another caller's same id is another thread."""
+    if not thread_id:
+        return ()
+    turns = (
+        Run.objects.filter(
+            agent=agent, caller=caller, thread_id=thread_id, status=RunStatus.COMPLETED
+        )
+        .order_by("started_at", "id")
+        .values_list("messages", flat=True)
+    )
+    return tuple(
+        message_from_json(m) for turn in turns for m in turn if m.get("role") in MESSAGE_ROLES
+    )
