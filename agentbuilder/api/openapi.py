@@ -4,7 +4,8 @@ status an operation can answer, with the error body its view writes.
 drf-spectacular's own pydantic extension names a component after its class and keeps the
 first of two classes that share a name (the agent HTTP contract's `AgentRequest` documented
 the agent API protocol's body), and documents request bodies as pydantic serializes them.
-Here a name shared by two project classes is qualified by its module, a request body is
+Here a name shared by two project classes is qualified by its module (or the
+SCHEMA_PREFIX its module declares), a request body is
 documented as pydantic validates it, and the error responses are added by operation kind
 (SPEC section 2) in one place rather than in every view's `extend_schema`.
 """
@@ -65,11 +66,18 @@ def _names() -> dict[type, str]:
         if len(classes) == 1:
             names[classes.pop()] = name
             continue
-        short = {cls: _camel(cls.__module__.rsplit(".", 1)[-1]) + name for cls in classes}
+        short = {cls: _qualifier(cls) + name for cls in classes}
         unique = len(set(short.values())) == len(classes)
         for cls in classes:
             names[cls] = short[cls] if unique else _camel(cls.__module__) + name
     return names
+
+
+def _qualifier(cls: type) -> str:
+    """What tells a class from another of its name: the document its module follows (its
+    SCHEMA_PREFIX: a protocol split over modules), else its module's name."""
+    prefix = getattr(sys.modules.get(cls.__module__), "SCHEMA_PREFIX", None)
+    return prefix if isinstance(prefix, str) else _camel(cls.__module__.rsplit(".", 1)[-1])
 
 
 def component_name(cls: type, names: dict[type, str], *, request: bool) -> str:

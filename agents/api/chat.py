@@ -5,23 +5,19 @@
 (`calculator`, `calculator@3`; names ignore case; no version means the latest).
 
 Both answer as OpenAI does, so its SDKs work unmodified: a `chat.completion`, or SSE chunks
-when `stream` is true (agents.protocols.chat_completions), and every refusal as OpenAI's
-`{"error": {"message", "type", "param", "code"}}` with the status the SDK maps to its
-exceptions. While nothing happens (a slow tool, a slow model) the stream sends an SSE
-comment every KEEPALIVE_SECONDS so that proxies and clients keep the connection.
+when `stream` is true (agents.protocols.chat_completions, over agents.api.streaming), and
+every refusal as OpenAI's `{"error": {"message", "type", "param", "code"}}` with the status
+the SDK maps to its exceptions. While nothing happens (a slow tool, a slow model) the
+stream sends an SSE comment every KEEPALIVE_SECONDS so that proxies and clients keep the
+connection.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing
 from typing import Any
 
 from adrf.views import APIView as AsyncAPIView
-from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from pydantic import BaseModel
@@ -34,43 +30,35 @@ from agentbuilder.api.views import ApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid
 from agents import selectors
-from agents.api.chat_schemas import ChatCompletion, OpenAIError
-from agents.api.invoke import FAILURE_STATUS, run_headers
+from agents.api.streaming import collected_events, run_headers, streamed
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.configs import StructuredOutputTool, ToolAgentConfig
-from agents.mcp.types import McpServerRequest
 from agents.permissions import Action
-from agents.protocols.chat_completions import (
+from agents.protocols.chat_completions.encoder import (
     KEEPALIVE,
-    ChatCompletionRequest,
+    ChatCompletion,
     ChunkEncoder,
     completion_body,
+)
+from agents.protocols.chat_completions.errors import (
+    ERROR_CODES,
+    ERROR_TYPES,
+    OpenAIError,
     error_body,
+    failed_answer,
     invalid_message,
+)
+from agents.protocols.chat_completions.request import (
+    ChatCompletionRequest,
+    mcp_requests,
     model_reference,
 )
 from agents.runs.request import CHAT_TYPES, RunRequest
 from agents.runs.start import Invocation, invocation_start
-from agents.runs.stream import collected_events, recorded_events
-from agents.runtime.events import Event, ResponseFailed
+from agents.runtime.events import ResponseFailed
 
 KEEPALIVE_SECONDS = 15.0
 PROTOCOL = "chat.completions"
-# A run's failure code → the status of a non-streaming answer (default 502).
-CHAT_FAILURE_STATUS = {**FAILURE_STATUS, "invalid_request": 400}
-
-# The `type` and `code` of OpenAI's error object for each status we answer with.
-ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "invalid_request_error",
-    403: "permission_error",
-    404: "invalid_request_error",
-    405: "invalid_request_error",
-    413: "invalid_request_error",
-    415: "invalid_request_error",
-    429: "rate_limit_error",
-}
-ERROR_CODES = {401: "invalid_api_key", 403: "permission_denied", 429: "rate_limit_exceeded"}
 
 
 def openai_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -130,7 +118,12 @@ class _ChatCompletionsBase(OpenAIAnswers, AsyncAPIView, ApiView):
                 answer_tools=_answer_tools(invocation),
                 answered_by=invocation.answered_by,
             )
-            return _event_stream(invocation, encoder)
+            return streamed(
+                invocation,
+                encoder.encode,
+                "text/event-stream",
+                keepalive=(KEEPALIVE_SECONDS, KEEPALIVE),
+            )
         return await _completion(invocation)
 
     def _start(
@@ -165,27 +158,10 @@ class _ChatCompletionsBase(OpenAIAnswers, AsyncAPIView, ApiView):
                 # The document's iteration is user → model → tool call → tool result →
                 # model: `iteration_limit` rounds of tools, then the model may still answer.
                 max_iterations=body.iteration_limit + 1,
-                mcp_servers=_mcp_requests(body),
+                mcp_servers=mcp_requests(body),
             )
         )
         return body, invocation
-
-
-def _mcp_requests(body: ChatCompletionRequest) -> tuple[McpServerRequest, ...]:
-    """The request's `mcp_servers`, for this run only: registered servers by
-    `integration_fqn` (name or id), raw URLs where settings allow them."""
-    return tuple(
-        McpServerRequest(
-            ("body", "mcp_servers", i),
-            server=server.integration_fqn,
-            url=server.url,
-            headers=server.headers or {},
-            allowed_tools=None
-            if server.enable_all_tools
-            else tuple(tool.name for tool in server.tools),
-        )
-        for i, server in enumerate(body.mcp_servers)
-    )
 
 
 def _answer_tools(invocation: Invocation) -> frozenset[str]:
@@ -200,62 +176,9 @@ async def _completion(invocation: Invocation) -> Response:
     headers = run_headers(invocation)
     last = events[-1]
     if isinstance(last, ResponseFailed):
-        if not last.code.startswith("provider_"):
-            headers["x-should-retry"] = "false"  # the SDKs would retry a 502 otherwise
-        status = CHAT_FAILURE_STATUS.get(last.code, 502)
-        kind = ERROR_TYPES.get(status, "server_error")
-        return Response(error_body(last.message, kind, last.code), status=status, headers=headers)
+        status, body, extra = failed_answer(last)
+        return Response(body, status=status, headers={**headers, **extra})
     return Response(completion_body(events, answered_by=invocation.answered_by), headers=headers)
-
-
-async def _next(events: AsyncIterator[Event]) -> Event:
-    return await anext(events)
-
-
-async def _paced(
-    events: AsyncIterator[Event], interval: float
-) -> AsyncGenerator[Event | None, None]:
-    """The events, and None each time `interval` seconds pass without one. The run is
-    never cancelled by the wait: the next event is awaited in a task of its own."""
-    pending: asyncio.Task[Event] | None = None
-    try:
-        while True:
-            if pending is None:
-                pending = asyncio.create_task(_next(events))
-            done, _ = await asyncio.wait({pending}, timeout=interval)
-            if not done:
-                yield None
-                continue
-            task, pending = pending, None
-            try:
-                event = task.result()
-            except StopAsyncIteration:
-                return
-            yield event
-    finally:
-        if pending is not None:  # the client went away: stop the run, let it record so
-            pending.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                await pending
-
-
-def _event_stream(invocation: Invocation, encoder: ChunkEncoder) -> StreamingHttpResponse:
-    async def frames() -> AsyncIterator[bytes]:
-        async with (
-            aclosing(recorded_events(invocation)) as events,
-            aclosing(_paced(events, KEEPALIVE_SECONDS)) as paced,
-        ):
-            async for event in paced:
-                if event is None:
-                    yield KEEPALIVE
-                    continue
-                for frame in encoder.encode(event):
-                    yield frame
-
-    response = StreamingHttpResponse(frames(), content_type="text/event-stream")
-    for name, value in run_headers(invocation, stream=True).items():
-        response[name] = value
-    return response
 
 
 COMPLETION_REQUEST = OpenApiExample(

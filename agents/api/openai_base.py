@@ -23,7 +23,7 @@ from agents import selectors
 from agents.api.chat import ANSWERS, COMPLETION_REQUEST, ModelChatCompletionsView, OpenAIAnswers
 from agents.api.views import ENVIRONMENT
 from agents.models import Agent
-from agents.protocols.chat_completions import ChatCompletionRequest
+from agents.protocols.chat_completions.request import ChatCompletionRequest
 
 
 class OpenAIModel(BaseModel):

@@ -8,10 +8,7 @@ one response object. Every error leaves in the protocol's style, a response with
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator
-from contextlib import aclosing
-from typing import Any, Literal
+from typing import Any
 
 from adrf.views import APIView as AsyncAPIView
 from django.http import StreamingHttpResponse
@@ -22,101 +19,22 @@ from rest_framework.response import Response
 
 from agentbuilder.api.views import ApiView
 from agentbuilder.db import in_db
-from agentbuilder.errors import ErrorItem, Invalid
-from agents.api.invoke import FAILURE_STATUS, run_headers
+from agents.api.streaming import collected_events, run_headers, streamed
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
-from agents.llm.base import Message as RuntimeMessage
-from agents.protocols.agent_protocol import (
-    AgentRequest,
-    AgentResponse,
-    DataContent,
-    ImageContent,
-    MessageType,
-    ProcessEncoder,
-    Role,
-    TextContent,
+from agents.protocols.process.encoder import ProcessEncoder, whole_answer
+from agents.protocols.process.errors import (
+    ERROR_CODES,
+    error_message,
     error_response,
-    sse,
-    whole_answer,
+    failure_status,
 )
-from agents.protocols.attachments import from_url
+from agents.protocols.process.models import AgentResponse
+from agents.protocols.process.request import AgentRequest, runtime_messages
 from agents.runs.request import CHAT_TYPES, RunRequest
 from agents.runs.start import Invocation, invocation_start
-from agents.runs.stream import collected_events, recorded_events
 from agents.runtime.events import ResponseFailed
 
 PROTOCOL = "process"
-
-# The protocol's error codes for the refusals of SPEC section 2.
-ERROR_CODES = {
-    400: "invalid_request",
-    401: "unauthenticated",
-    403: "permission_denied",
-    404: "not_found",
-    405: "method_not_allowed",
-    413: "request_too_large",
-    415: "unsupported_media_type",
-    429: "rate_limited",
-}
-
-
-def runtime_messages(body: AgentRequest) -> tuple[RuntimeMessage, ...]:
-    """The input as the runtime's messages: the text of each message, its data parts as
-    JSON. System messages travel as user context, as on the native routes."""
-    problems: list[ErrorItem] = []
-    messages = []
-    for i, message in enumerate(body.input):
-        at = ("body", "input", i)
-        if message.type != MessageType.MESSAGE:
-            problems.append(
-                ErrorItem(
-                    (*at, "type"),
-                    "only 'message' inputs are accepted; earlier turns "
-                    "with their tool calls load from the session_id",
-                )
-            )
-            continue
-        if message.role is None:
-            problems.append(ErrorItem((*at, "role"), "Field required", "missing"))
-            continue
-        texts = []
-        images = []
-        for j, part in enumerate(message.content or ()):
-            if isinstance(part, TextContent):
-                texts.append(part.text or "")
-            elif isinstance(part, DataContent):
-                texts.append(json.dumps(part.data, ensure_ascii=False))
-            elif isinstance(part, ImageContent):
-                try:
-                    images.append(from_url("image", part.image_url or "", (*at, "content", j)))
-                except Invalid as exc:
-                    problems.extend(exc.errors)
-        if not message.content:
-            problems.append(ErrorItem((*at, "content"), "a message needs at least one part"))
-        role: Literal["assistant", "user"] = (
-            "assistant" if message.role == Role.ASSISTANT else "user"
-        )
-        if images and role == "assistant":
-            problems.append(ErrorItem((*at, "content"), "only user messages may carry images"))
-        messages.append(RuntimeMessage(role, "\n".join(texts), attachments=tuple(images)))
-    if problems:
-        raise Invalid(problems)
-    return tuple(messages)
-
-
-def _error_message(detail: Any) -> str:
-    """SPEC section 2's `detail` (a string, or located items) as one message."""
-    if isinstance(detail, list):
-        items = []
-        for item in detail:
-            if not isinstance(item, dict):
-                items.append(str(item))
-                continue
-            loc = [str(p) for p in item.get("loc", [])]
-            path = ".".join(loc[1:] if loc[:1] == ["body"] else loc)
-            items.append(f"{path}: {item.get('msg')}" if path else str(item.get("msg")))
-        return "; ".join(items)
-    return str(detail)
 
 
 class ProcessView(AsyncAPIView, ApiView):
@@ -181,7 +99,7 @@ class ProcessView(AsyncAPIView, ApiView):
         response = super().handle_exception(exc)
         detail = response.data.get("detail") if isinstance(response.data, dict) else None
         code = ERROR_CODES.get(response.status_code, "error")
-        response.data = error_response(code, _error_message(detail))
+        response.data = error_response(code, error_message(detail))
         return response
 
 
@@ -191,21 +109,10 @@ async def _collect(invocation: Invocation, session_id: str | None) -> Response:
     for event in whole_answer(events):
         encoder.encode(event)
     last = events[-1]
-    status = FAILURE_STATUS.get(last.code, 502) if isinstance(last, ResponseFailed) else 200
+    status = failure_status(last.code) if isinstance(last, ResponseFailed) else 200
     return Response(encoder.body(), status=status, headers=run_headers(invocation))
 
 
 def _stream(invocation: Invocation, session_id: str | None) -> StreamingHttpResponse:
-    async def frames() -> AsyncIterator[bytes]:
-        encoder = ProcessEncoder(session_id)
-        # aclosing: a client that leaves closes (and records) the run at once.
-        async with aclosing(recorded_events(invocation)) as events:
-            async for event in events:
-                chunk = b"".join(sse(obj) for obj in encoder.encode(event))
-                if chunk:
-                    yield chunk
-
-    response = StreamingHttpResponse(frames(), content_type="text/event-stream; charset=utf-8")
-    for name, value in run_headers(invocation, stream=True).items():
-        response[name] = value
-    return response
+    encoder = ProcessEncoder(session_id)
+    return streamed(invocation, encoder.frames, "text/event-stream; charset=utf-8")

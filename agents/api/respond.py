@@ -1,4 +1,5 @@
-"""respond (SPEC section 4): the evaluation platform's agent HTTP contract.
+"""respond (SPEC section 4): the evaluation platform's agent HTTP contract
+(agents.protocols.respond) over the shared collecting path.
 
 The same invocation as `invoke`, another encoder: every message of the turn (assistant
 tool calls, tool results, the final reply) with model, provider, usage and metadata.
@@ -15,21 +16,13 @@ from rest_framework.response import Response
 
 from agentbuilder.api.views import ApiView
 from agentbuilder.db import in_db
-from agents.api.invoke import FAILURE_STATUS, run_headers
+from agents.api.streaming import collected_events, run_headers
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
-from agents.protocols.agent_contract import (
-    AgentRequest,
-    AgentResponse,
-    TurnEncoder,
-    history_messages,
-)
+from agents.protocols.respond.encoder import AgentResponse, TurnEncoder
+from agents.protocols.respond.errors import error_body, failure_status
+from agents.protocols.respond.request import AgentRequest, history_messages
 from agents.runs.request import CHAT_TYPES, RunRequest
 from agents.runs.start import Invocation, invocation_start
-from agents.runs.stream import collected_events
-
-# A run that failed on what the client sent (a RAG agent asked no question) is the
-# client's error, not the provider's.
-CLIENT_FAILURES = {"invalid_request": 400}
 
 
 class RespondView(AsyncAPIView, ApiView):
@@ -61,9 +54,8 @@ class RespondView(AsyncAPIView, ApiView):
         headers = run_headers(start)
         failed = encoder.failed
         if failed is not None:
-            status = CLIENT_FAILURES.get(failed.code) or FAILURE_STATUS.get(failed.code, 502)
-            detail = f"{failed.code}: {failed.message}"
-            return Response({"detail": detail}, status=status, headers=headers)
+            status = failure_status(failed.code)
+            return Response(error_body(failed), status=status, headers=headers)
         metadata = body.metadata.model_dump(exclude_unset=True) if body.metadata else None
         answer = encoder.response(
             provider=start.spec.provider_name or None,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from agents.api.invoke import InvokeResponse
 from agents.models import Agent
+from agents.protocols.native.encoder import InvokeResponse
 from tests.fakes.server import Call, Turn
 from tests.invoke.conftest import (
     RESPONSE_OBJECT,

@@ -31,7 +31,7 @@ from django.utils import timezone
 from agentbuilder import liveness
 from agents.examples import CALCULATOR
 from agents.models import Agent, LLMModel, Run
-from agents.protocols.native import NdjsonEncoder
+from agents.protocols.native.encoder import NdjsonEncoder
 from agents.runs.leases import runs_interrupt_expired
 from agents.runtime.events import TextDelta
 from agents.runtime.tools.functions import REGISTRY, FunctionSpec

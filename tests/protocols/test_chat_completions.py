@@ -28,12 +28,12 @@ from agents.llm.base import ToolCallPart, Usage
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Agent, Run
 from agents.permissions import Action, grant
-from agents.protocols.chat_completions import (
+from agents.protocols.chat_completions.encoder import (
     ARGUMENT_FRAGMENT_CHARS,
-    ChatCompletionRequest,
     ChunkEncoder,
     completion_body,
 )
+from agents.protocols.chat_completions.request import ChatCompletionRequest
 from agents.runtime.events import (
     ResponseCompleted,
     ResponseCreated,

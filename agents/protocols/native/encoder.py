@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import BaseModel, Field
+
+from agentbuilder.wire import CamelModel
 from agents.runtime.events import (
     Event,
     ResponseCompleted,
@@ -13,6 +16,52 @@ from agents.runtime.events import (
     TextDelta,
     ToolCall,
 )
+
+# Qualifies this module's classes in the OpenAPI document where another shares a name.
+SCHEMA_PREFIX = "Invoke"
+
+
+# The answer of `invoke` and `invoke-task` (SPEC section 4), for the OpenAPI document: the
+# encoder (response_body below) writes it.
+class OutputText(CamelModel):
+    type: Literal["output_text"]
+    text: str
+
+
+class FunctionCallItem(CamelModel):
+    type: Literal["function_call"]
+    status: Literal["completed"]
+    call_id: str
+    name: str
+    arguments: str = Field(description="The call's arguments as a JSON string.")
+
+
+class MessageItem(CamelModel):
+    type: Literal["message"]
+    status: Literal["completed"]
+    role: Literal["assistant"]
+    content: list[OutputText]
+
+
+class TokenUsage(BaseModel):
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
+class InvokeResponse(CamelModel):
+    """The response object. A tool agent whose answer is a `structured_output` call answers
+    with the validated object itself instead."""
+
+    object: Literal["response"]
+    id: str
+    created_at: int = Field(description="Epoch seconds.")
+    model: str
+    output: list[Annotated[FunctionCallItem | MessageItem, Field(discriminator="type")]]
+    usage: TokenUsage
+    custom_outputs: dict[str, Any] | None = Field(
+        None, description="sourceNodes and ragMode of a RAG agent, a guardrail's verdict."
+    )
 
 
 def _dumps(value: Any) -> bytes:
@@ -67,6 +116,10 @@ class NdjsonEncoder:
             }
             return _dumps({"type": "response.failed", "response": response})
         return None  # tool results are not part of the native stream
+
+    def frames(self, event: Event) -> list[bytes]:
+        line = self.encode(event)
+        return [line] if line is not None else []
 
 
 def response_body(events: list[Event]) -> dict[str, Any]:

@@ -1,0 +1,2 @@
+"""The native protocol (SPEC section 4): invoke, invoke-stream, invoke-task,
+invoke-task-stream."""

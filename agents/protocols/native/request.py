@@ -1,0 +1,98 @@
+"""The native routes' request bodies, and how a chat body maps to runtime messages."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from agentbuilder.errors import Invalid
+from agentbuilder.wire import CamelModel
+from agents.llm.base import Attachment, Message
+from agents.protocols.attachments import from_base64, from_text
+
+# Qualifies this module's classes in the OpenAPI document where another shares a name.
+SCHEMA_PREFIX = "Invoke"
+
+
+class TextPart(CamelModel):
+    type: Literal["text"]
+    text: str
+
+
+class Base64Source(CamelModel):
+    type: Literal["base64"]
+    media_type: str = Field(max_length=200, description="`image/png`, `application/pdf`, …")
+    data: str = Field(description="The bytes, base64-encoded.")
+
+
+class TextSource(CamelModel):
+    """A document given as text (`text/plain` unless `mediaType` says otherwise)."""
+
+    type: Literal["text"]
+    media_type: str = Field("text/plain", max_length=200)
+    data: str
+
+
+class SourcePart(CamelModel):
+    type: Literal["image", "document"]
+    name: str | None = Field(None, max_length=200)
+    source: Annotated[Base64Source | TextSource, Field(discriminator="type")]
+
+    def attachment(self, at: tuple[str | int, ...]) -> Attachment:
+        source, name = self.source, self.name or ""
+        if isinstance(source, Base64Source):
+            return from_base64(self.type, source.media_type, source.data, at, name=name)
+        if self.type == "image":
+            raise Invalid.at((*at, "source", "type"), "an image's source is base64")
+        return from_text(source.media_type, source.data, at, name=name)
+
+
+class InputMessage(CamelModel):
+    role: Literal["system", "user", "assistant"]
+    content: str | list[Annotated[TextPart | SourcePart, Field(discriminator="type")]]
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
+
+    def attachments(self, at: tuple[str | int, ...]) -> tuple[Attachment, ...]:
+        if isinstance(self.content, str):
+            return ()
+        return tuple(
+            p.attachment((*at, j)) for j, p in enumerate(self.content) if isinstance(p, SourcePart)
+        )
+
+
+class InvokeRequest(CamelModel):
+    messages: list[InputMessage] = Field(min_length=1, max_length=1000)
+    guardrails: list[str] = Field(default_factory=list, max_length=20)
+    thread_id: str | None = Field(None, max_length=100)
+    hxql_query: str | None = None
+    hybrid_search: bool | None = None
+    limit: int | None = Field(None, ge=1, le=1000)
+    reranker_top_n: int | None = Field(None, ge=1, le=100)
+    adjacent_chunk_range: int | None = Field(None, ge=0, le=10)
+    adjacent_chunk_merge: bool | None = None
+
+
+class InvokeTaskRequest(CamelModel):
+    inputs: dict[str, Any]
+    guardrails: list[str] = Field(default_factory=list, max_length=20)
+
+
+def runtime_messages(body: InvokeRequest) -> tuple[Message, ...]:
+    """The request's messages as the runtime takes them. Raises Invalid."""
+    # A request's system messages travel as user text: the agent's own system prompt is
+    # its author's, and input guardrails check what the caller wrote, system role or not.
+    messages = []
+    for i, m in enumerate(body.messages):
+        at = ("body", "messages", i, "content")
+        if m.role == "assistant":
+            if m.attachments(at):
+                raise Invalid.at(at, "only user and system messages may carry images or documents")
+            messages.append(Message("assistant", m.text()))
+        else:
+            messages.append(Message("user", m.text(), attachments=m.attachments(at)))
+    return tuple(messages)

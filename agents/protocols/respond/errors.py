@@ -1,0 +1,15 @@
+"""How respond answers a run that failed in transport (the contract's "hard transport
+failures"): SPEC section 2's body, under the shared failure status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.protocols.failures import failure_status
+from agents.runtime.events import ResponseFailed
+
+__all__ = ["error_body", "failure_status"]
+
+
+def error_body(failed: ResponseFailed) -> dict[str, Any]:
+    return {"detail": f"{failed.code}: {failed.message}"}
