@@ -38,36 +38,42 @@ class Action(StrEnum):
     AUDIT = "audit_agent"  # read every caller's runs and threads, not only one's own
 
 
-def _on_environment(user: Any, action: Action, environment: Any) -> Q:
+def _held(actions: tuple[Action, ...]) -> dict[str, Any]:
+    """The permission filter of any of `actions`: one subquery whatever their number."""
+    if len(actions) == 1:
+        return {"permission__codename": actions[0]}
+    return {"permission__codename__in": actions}
+
+
+def _on_environment(user: Any, action: Action | tuple[Action, ...], environment: Any) -> Q:
     """Held on `environment` (an OuterRef or a value), by the user or one of its groups."""
+    held = _held(action if isinstance(action, tuple) else (action,))
     return Exists(
         EnvironmentUserObjectPermission.objects.filter(
-            content_object=environment, user=user, permission__codename=action
+            content_object=environment, user=user, **held
         )
     ) | Exists(
         EnvironmentGroupObjectPermission.objects.filter(
-            content_object=environment, group__user=user, permission__codename=action
+            content_object=environment, group__user=user, **held
         )
     )
 
 
-def may(user: Any, action: Action) -> Q:
-    """A condition on Agent rows: `user` holds `action` on the agent or its environment."""
+def may(user: Any, *actions: Action) -> Q:
+    """A condition on Agent rows: `user` holds one of `actions` on the agent or its
+    environment."""
     if user.is_superuser:
         return Q(pk__isnull=False)
     agent = OuterRef("pk")
+    held = _held(actions)
     return (
-        Exists(
-            AgentUserObjectPermission.objects.filter(
-                content_object=agent, user=user, permission__codename=action
-            )
-        )
+        Exists(AgentUserObjectPermission.objects.filter(content_object=agent, user=user, **held))
         | Exists(
             AgentGroupObjectPermission.objects.filter(
-                content_object=agent, group__user=user, permission__codename=action
+                content_object=agent, group__user=user, **held
             )
         )
-        | _on_environment(user, action, OuterRef("environment"))
+        | _on_environment(user, actions, OuterRef("environment"))
     )
 
 

@@ -98,12 +98,8 @@ def _visible_one(user: Any, action: Action, environment: Environment, match: Q, 
     # One query: visibility (READ) filters, the permission asked for is a column. INVOKE
     # alone makes an agent visible to the invoke routes (SPEC section 7): a service account
     # calls an agent without reading its config.
-    visible = may(user, Action.READ) | may(user, action) if action == Action.INVOKE else None
-    agents = (
-        Agent.objects.filter(visible, deleted_at__isnull=True)
-        if visible is not None
-        else agents_with(user, Action.READ)
-    )
+    seen_by = (Action.READ, Action.INVOKE) if action == Action.INVOKE else (Action.READ,)
+    agents = Agent.objects.filter(may(user, *seen_by), deleted_at__isnull=True)
     agent = (
         _with_current_version(agents)
         .filter(match, environment=environment)
@@ -194,7 +190,7 @@ def _runs_visible(user: Any, environment: Environment) -> QuerySet[Run]:
     """Runs of `environment` the caller may read: its own, of agents it may still READ or
     INVOKE, and every caller's of the agents it holds AUDIT on (SPEC section 7)."""
     in_env = Agent.objects.filter(environment=environment, deleted_at__isnull=True)
-    usable = in_env.filter(may(user, Action.READ) | may(user, Action.INVOKE)).values("pk")
+    usable = in_env.filter(may(user, Action.READ, Action.INVOKE)).values("pk")
     audited = in_env.filter(may(user, Action.AUDIT)).values("pk")
     return Run.objects.filter(Q(caller=user, agent__in=usable) | Q(agent__in=audited))
 

@@ -81,7 +81,13 @@ def run_ended(run_id: uuid.UUID) -> None:
 
 
 def _on_dropped(run_id: uuid.UUID) -> None:
-    # A finalizer may run in any thread, inside any lock: queue puts only.
+    # A finalizer may run in any thread, inside any lock: no lock here, a dict read and
+    # queue puts only. Every invocation is dropped, most after their stream began or
+    # ended: only those whose stream never started wake the sweep (once per request
+    # would be a pass of UPDATEs per call).
+    opened = _opened.get(run_id)
+    if opened is None or opened.started:
+        return
     _dropped.put(run_id)
     liveness.wake()
 
