@@ -1,15 +1,28 @@
 from django.urls import path
 
-from agents.api import chat, documents, invoke, mcp, openai_base, process, respond, views
+from agents.api import (
+    agents,
+    auth,
+    catalogs,
+    chat,
+    documents,
+    invoke,
+    mcp,
+    openai_base,
+    process,
+    respond,
+    runs,
+    versions,
+)
 
 VERSION = "agents/<str:agentId>/versions/<str:versionId>"
 
 urlpatterns = [
-    path("auth/token", views.TokenView.as_view(), name="auth-token"),
-    path("environments", views.EnvironmentListView.as_view(), name="environment-list"),
-    path("models", views.ModelListView.as_view(), name="model-list"),
-    path("agents", views.AgentListView.as_view(), name="agent-list"),
-    path("runs", views.RunListView.as_view(), name="run-list"),
+    path("auth/token", auth.TokenView.as_view(), name="auth-token"),
+    path("environments", catalogs.EnvironmentListView.as_view(), name="environment-list"),
+    path("models", catalogs.ModelListView.as_view(), name="model-list"),
+    path("agents", agents.AgentListView.as_view(), name="agent-list"),
+    path("runs", runs.RunListView.as_view(), name="run-list"),
     path("documents", documents.DocumentListView.as_view(), name="document-list"),
     path(
         "documents/<str:documentId>",
@@ -18,16 +31,16 @@ urlpatterns = [
     ),
     path("search", documents.SearchView.as_view(), name="search"),
     *mcp.urlpatterns,  # /mcp-servers
-    path("runs/<str:runId>", views.RunDetailView.as_view(), name="run-detail"),
-    path("threads/<str:threadId>", views.ThreadDetailView.as_view(), name="thread-detail"),
-    path("agents/types", views.AgentTypeListView.as_view(), name="agent-types"),
-    path("agents/lookup", views.AgentLookupView.as_view(), name="agent-lookup"),
-    path("agents/versions/batch-get", views.BatchGetView.as_view(), name="version-batch-get"),
-    path("agents/<str:agentId>", views.AgentDetailView.as_view(), name="agent-detail"),
-    path("agents/<str:agentId>/versions", views.VersionListView.as_view(), name="version-list"),
+    path("runs/<str:runId>", runs.RunDetailView.as_view(), name="run-detail"),
+    path("threads/<str:threadId>", runs.ThreadDetailView.as_view(), name="thread-detail"),
+    path("agents/types", catalogs.AgentTypeListView.as_view(), name="agent-types"),
+    path("agents/lookup", agents.AgentLookupView.as_view(), name="agent-lookup"),
+    path("agents/versions/batch-get", versions.BatchGetView.as_view(), name="version-batch-get"),
+    path("agents/<str:agentId>", agents.AgentDetailView.as_view(), name="agent-detail"),
+    path("agents/<str:agentId>/versions", versions.VersionListView.as_view(), name="version-list"),
     path(
         "agents/<str:agentId>/versions/<str:versionId>",
-        views.VersionDetailView.as_view(),
+        versions.VersionDetailView.as_view(),
         name="version-detail",
     ),
     # protocol routes (respond, chat completions, process): one path(...) line each below

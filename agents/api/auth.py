@@ -1,0 +1,54 @@
+"""POST /v1/auth/token (SPEC section 1): access tokens for API clients and users."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agentbuilder.api.parsers import FormParser, JSONParser
+from agentbuilder.api.views import ApiView, render
+from agentbuilder.errors import Invalid
+from agents import services
+from agents.api import schemas as s
+from agents.api.throttling import ScopedRateThrottle, credential_attempt
+
+
+class TokenView(ApiView):
+    authentication_classes = []
+    permission_classes = [AllowAny]
+    parser_classes = [JSONParser, FormParser]
+    throttle_classes = [ScopedRateThrottle]  # per address; credential_attempt: per account
+    throttle_scope = "token"
+
+    @extend_schema(
+        operation_id="auth_token",
+        request={
+            "application/json": s.TokenRequest,
+            "application/x-www-form-urlencoded": s.TokenRequest,
+        },
+        responses={200: s.TokenOut},
+        auth=[],
+        tags=["auth"],
+        summary="Get an access token (client credentials or password grant)",
+    )
+    def post(self, request: Request) -> Response:
+        body = self.body(s.TokenRequest)
+        if body.grant_type == "client_credentials":
+            client_id = _required(body.client_id, "client_id")
+            client_secret = _required(body.client_secret, "client_secret")
+            with credential_attempt(f"client:{client_id}"):
+                issued = services.token_for_client(client_id=client_id, client_secret=client_secret)
+        else:
+            username = _required(body.username, "username")
+            password = _required(body.password, "password")
+            with credential_attempt(f"user:{username}"):
+                issued = services.token_for_user(username=username, password=password)
+        return render(s.TokenOut(access_token=issued.access_token, expires_in=issued.expires_in))
+
+
+def _required(value: str | None, field: str) -> str:
+    if not value:
+        raise Invalid.at(("body", field), "Field required", "missing")
+    return value

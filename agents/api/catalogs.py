@@ -1,0 +1,69 @@
+"""The catalogs a caller picks from (SPEC section 3): environments, agent types, models."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agentbuilder.api.openapi import query_parameters
+from agentbuilder.api.pagination import PageQuery, page_of, paginate
+from agentbuilder.api.views import ApiView, render
+from agents import selectors
+from agents.api import schemas as s
+from agents.api.views import PAGE
+from agents.models import AgentType
+
+AGENT_TYPE_DESCRIPTIONS = {
+    AgentType.TOOL: "Calls function tools, other agents and MCP servers in a loop; can "
+    "answer with structured output.",
+    AgentType.RAG: "Answers questions from the environment's documents and cites its sources.",
+    AgentType.TASK: "Fills a templated prompt from JSON-Schema-validated inputs; optional "
+    "output schema.",
+}
+
+
+class EnvironmentListView(ApiView):
+    @extend_schema(
+        operation_id="environments_list",
+        parameters=PAGE,
+        responses={200: s.EnvironmentList},
+        tags=["environments"],
+    )
+    def get(self, request: Request) -> Response:
+        items, pagination = paginate(
+            selectors.environment_list(user=request.user), self.query(PageQuery)
+        )
+        return render(
+            s.EnvironmentList(
+                environments=[s.EnvironmentOut.of(e) for e in items], pagination=pagination
+            )
+        )
+
+
+class AgentTypeListView(ApiView):
+    @extend_schema(
+        operation_id="agent_types_list",
+        parameters=PAGE,
+        responses={200: s.AgentTypeList},
+        tags=["agents"],
+    )
+    def get(self, request: Request) -> Response:
+        types = [
+            s.AgentTypeOut(type=t.value, description=d) for t, d in AGENT_TYPE_DESCRIPTIONS.items()
+        ]
+        items, pagination = page_of(types, self.query(PageQuery))
+        return render(s.AgentTypeList(agent_types=items, pagination=pagination))
+
+
+class ModelListView(ApiView):
+    @extend_schema(
+        operation_id="models_list",
+        parameters=query_parameters(s.ModelListQuery),
+        responses={200: s.ModelList},
+        tags=["catalog"],
+    )
+    def get(self, request: Request) -> Response:
+        query = self.query(s.ModelListQuery)
+        items, pagination = paginate(selectors.model_list(agent_type=query.agent_type), query)
+        return render(s.ModelList(models=[s.ModelOut.of(m) for m in items], pagination=pagination))

@@ -1,0 +1,86 @@
+"""Runs and threads (SPEC section 7): what each invocation did."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agentbuilder.api.openapi import query_parameters
+from agentbuilder.api.pagination import paginate
+from agentbuilder.api.paths import path_uuid
+from agentbuilder.api.views import ApiView, render
+from agents import selectors
+from agents.api import schemas as s
+from agents.api.views import ENVIRONMENT
+
+
+class RunListView(ApiView):
+    @extend_schema(
+        operation_id="runs_list",
+        parameters=[
+            *query_parameters(s.RunListQuery),
+            ENVIRONMENT,
+        ],
+        responses={200: s.RunList},
+        tags=["runs"],
+    )
+    def get(self, request: Request) -> Response:
+        query = self.query(s.RunListQuery)
+        runs = selectors.run_list(
+            user=request.user,
+            environment=self.environment,
+            agent_id=query.agent_id,
+            status=query.status,
+            thread_id=query.thread_id,
+            caller_id=query.caller_id,
+        )
+        items, pagination = paginate(runs, query)
+        return render(s.RunList(runs=[s.RunOut.of(r) for r in items], pagination=pagination))
+
+
+class RunDetailView(ApiView):
+    @extend_schema(
+        operation_id="runs_get",
+        parameters=[OpenApiParameter("runId", str, OpenApiParameter.PATH), ENVIRONMENT],
+        responses={200: s.RunOut},
+        tags=["runs"],
+    )
+    def get(self, request: Request, runId: str) -> Response:
+        run_id = path_uuid(runId, "runId", "a run id")
+        run = selectors.run_get(user=request.user, environment=self.environment, run_id=run_id)
+        return render(s.RunOut.of(run))
+
+
+class ThreadDetailView(ApiView):
+    @extend_schema(
+        operation_id="threads_get",
+        parameters=[
+            OpenApiParameter("threadId", str, OpenApiParameter.PATH),
+            *query_parameters(s.ThreadQuery),
+            ENVIRONMENT,
+        ],
+        responses={200: s.ThreadOut},
+        tags=["runs"],
+        summary="The messages of a thread, turn by turn",
+    )
+    def get(self, request: Request, threadId: str) -> Response:
+        query = self.query(s.ThreadQuery)
+        runs = selectors.thread_runs(
+            user=request.user,
+            environment=self.environment,
+            thread_id=threadId,
+            caller_id=query.caller_id,
+        )
+        return render(
+            s.ThreadOut(
+                thread_id=threadId,
+                runs=[
+                    s.ThreadRun(
+                        id=r.pk, agent_id=r.agent_id, status=r.status, started_at=r.started_at
+                    )
+                    for r in runs
+                ],
+                messages=[m for r in runs for m in r.messages],
+            )
+        )
