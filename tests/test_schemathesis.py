@@ -32,9 +32,9 @@ from agents.mcp.servers import mcp_server_create
 from agents.models import Agent
 from agents.tokens import token_encode
 from retrieval.services import document_create, document_ingest
+from tests.agents.mcp.test_mcp import serve
 from tests.conftest import client_for
 from tests.live import LiveApp
-from tests.mcp.test_mcp import serve
 
 CONFIG = schemathesis.Config.from_dict(
     {

@@ -13,7 +13,7 @@ from agents.examples import CALCULATOR
 from agents.management.commands.devsetup import DOCUMENT_HELPER
 from agents.models import Agent, Environment
 from retrieval.services import document_create
-from tests.invoke.conftest import Answer, completed_run, invoke
+from tests.agents.api.conftest import Answer, completed_run, invoke
 
 STREAMED = pytest.mark.parametrize("route", ["invoke", "invoke-stream"])
 

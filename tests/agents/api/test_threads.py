@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from agents.permissions import Action, grant
+from tests.agents.api.conftest import Backend, invoke
 from tests.conftest import client_for
 from tests.factories import UserFactory
 from tests.fakes.server import Turn
-from tests.invoke.conftest import Backend, invoke
 
 pytestmark = pytest.mark.usefixtures("db")
 

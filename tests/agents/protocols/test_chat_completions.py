@@ -44,8 +44,8 @@ from agents.runtime.events import (
 )
 from agents.runtime.tools.functions import REGISTRY, FunctionSpec
 from agents.tokens import token_encode
+from tests.agents.api.conftest import MODELS, Backend, _backend, openai_server  # noqa: F401
 from tests.fakes.server import Call, Turn
-from tests.invoke.conftest import MODELS, Backend, _backend, openai_server  # noqa: F401
 from tests.live import live_app, restore_serialized_rows
 
 # Live tests are transactional: the server's threads only see committed rows.

@@ -8,7 +8,7 @@ lifecycle: sequence numbers 0, 1, 2, â€¦ without gaps; the response `created` â–
 `completed` or `failed`; deltas that add up to the completed content.
 """
 
-# ruff: noqa: F811 (pytest fixtures imported from tests/invoke, named again as parameters)
+# ruff: noqa: F811 (pytest fixtures imported from tests/agents/api, named again as parameters)
 from __future__ import annotations
 
 import json
@@ -25,9 +25,7 @@ from rest_framework.test import APIClient
 from agents.examples import CALCULATOR, PERSON_EXTRACTOR
 from agents.models import Agent, Run
 from guardrails.models import DEFAULT_BLOCKED_INPUT, DEFAULT_BLOCKED_OUTPUT
-from tests.conftest import client_for
-from tests.fakes.server import Call, Fail, Turn
-from tests.invoke.conftest import (  # noqa: F401 (fixtures)
+from tests.agents.api.conftest import (  # noqa: F401 (fixtures)
     REVIEW_TASK,
     Backend,
     backend,
@@ -39,6 +37,8 @@ from tests.invoke.conftest import (  # noqa: F401 (fixtures)
     openai_server,
     usage_sum,
 )
+from tests.conftest import client_for
+from tests.fakes.server import Call, Fail, Turn
 
 # ---------------------------------------------------------------- the document's tables
 

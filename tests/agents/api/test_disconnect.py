@@ -16,8 +16,8 @@ from django.core.asgi import get_asgi_application
 from agents.examples import CALCULATOR
 from agents.models import Run
 from agents.tokens import token_encode
+from tests.agents.api.conftest import CREATED, DELTA, Backend
 from tests.fakes.server import Turn
-from tests.invoke.conftest import CREATED, DELTA, Backend
 from tests.live import live_app, restore_serialized_rows
 
 # Transactional: the server's threads only see committed rows. serialized_rollback restores

@@ -7,8 +7,7 @@ from typing import Any
 
 from agents.models import Agent
 from agents.protocols.native.encoder import InvokeResponse
-from tests.fakes.server import Call, Turn
-from tests.invoke.conftest import (
+from tests.agents.api.conftest import (
     RESPONSE_OBJECT,
     Backend,
     check,
@@ -16,6 +15,7 @@ from tests.invoke.conftest import (
     invoke,
     usage_sum,
 )
+from tests.fakes.server import Call, Turn
 
 ASK = {"messages": [{"role": "user", "content": "What is 3x5 and 2x4?"}]}
 

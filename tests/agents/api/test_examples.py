@@ -10,8 +10,7 @@ import pytest
 
 from agents.examples import CALCULATOR
 from agents.models import Agent
-from tests.fakes.server import Call, Turn
-from tests.invoke.conftest import (
+from tests.agents.api.conftest import (
     CALL,
     COMPLETED,
     CREATED,
@@ -22,6 +21,7 @@ from tests.invoke.conftest import (
     invoke,
     usage_sum,
 )
+from tests.fakes.server import Call, Turn
 
 STREAMED = pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
 ASK_3X5 = {"messages": [{"role": "user", "content": "What is 3x5?"}]}

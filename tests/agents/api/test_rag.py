@@ -23,9 +23,7 @@ from agents.models import Agent, Environment, Run
 from agents.runtime.rag_agent import REFINE_BELOW, REFINE_PROMPT
 from retrieval.models import Document
 from retrieval.services import document_create, document_reingest
-from tests.conftest import client_for
-from tests.fakes.server import Call, Turn
-from tests.invoke.conftest import (
+from tests.agents.api.conftest import (
     COMPLETED,
     CREATED,
     DELTA,
@@ -39,6 +37,8 @@ from tests.invoke.conftest import (
     no_run_in_progress,
     usage_sum,
 )
+from tests.conftest import client_for
+from tests.fakes.server import Call, Turn
 
 STREAMED = pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
 

@@ -36,9 +36,9 @@ from agents.runs.leases import runs_interrupt_expired
 from agents.runtime.events import TextDelta
 from agents.runtime.tools.functions import REGISTRY, FunctionSpec
 from agents.tokens import token_encode
+from tests.agents.api.conftest import CREATED, FAILED
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Call, Turn
-from tests.invoke.conftest import CREATED, FAILED
 from tests.live import ServerProcess, restore_serialized_rows, server_process
 
 LIVENESS = 3.0  # seconds: leases of 2 s, renewed and swept every half second

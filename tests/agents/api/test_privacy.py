@@ -10,10 +10,10 @@ import pytest
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
 from agents.permissions import Action, grant
+from tests.agents.api.conftest import Backend, invoke
 from tests.conftest import client_for
 from tests.factories import UserFactory
 from tests.fakes.server import Turn
-from tests.invoke.conftest import Backend, invoke
 
 ASK = {"messages": [{"role": "user", "content": "What is 3x5?"}]}
 
