@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from agentbuilder.errors import Invalid, NotFound
+from agentbuilder.errors import NotFound
 from retrieval.models import Document
 
 
@@ -20,13 +20,13 @@ def document_list(*, environment_id: Any, status: str | None = None) -> QuerySet
     return documents.order_by("-created_at", "id")
 
 
-def document_get(*, environment_id: Any, document_id: str) -> Document:
-    """One document of an environment. Raises Invalid (not a uuid) or NotFound."""
-    try:
-        pk = uuid.UUID(document_id)
-    except ValueError:
-        raise Invalid.at(("path", "documentId"), "must be a document id (a uuid)") from None
-    document = Document.objects.defer("source").filter(pk=pk, environment_id=environment_id).first()
+def document_get(*, environment_id: Any, document_id: uuid.UUID) -> Document:
+    """One document of an environment. Raises NotFound."""
+    document = (
+        Document.objects.defer("source")
+        .filter(pk=document_id, environment_id=environment_id)
+        .first()
+    )
     if document is None:
         raise NotFound(f"Document '{document_id}' not found.")
     return document

@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import PageQuery, Pagination, paginate
 from agentbuilder.api.parsers import JSONParser, MultiPartParser, loads_json
+from agentbuilder.api.paths import path_uuid
 from agentbuilder.api.views import ApiView, render
 from agentbuilder.errors import Invalid
 from agentbuilder.wire import CamelModel, OutputModel, parse
@@ -147,7 +148,10 @@ class EnvironmentScoped(ApiView):
 
     def document(self, document_id: str, action: Action) -> Document:
         environment = self.require(action)
-        return selectors.document_get(environment_id=environment.pk, document_id=document_id)
+        return selectors.document_get(
+            environment_id=environment.pk,
+            document_id=path_uuid(document_id, "documentId", "a document id"),
+        )
 
 
 class DocumentListView(EnvironmentScoped):

@@ -20,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentbuilder.api.pagination import PageQuery, Pagination, paginate
+from agentbuilder.api.paths import path_uuid
 from agentbuilder.api.views import ApiView, render
 from agentbuilder.db import in_db
 from agentbuilder.wire import CamelModel, OutputModel
@@ -166,7 +167,7 @@ class McpServerDetailView(ApiView):
         return servers.mcp_server_get(
             user=self.request.user,
             environment=self.environment,
-            server_id=server_id,
+            server_id=path_uuid(server_id, "serverId", "an MCP server id"),
             action=action,
         )
 
@@ -230,7 +231,9 @@ class McpServerToolsView(AsyncAPIView, ApiView):
 
     def _endpoint(self, server_id: str) -> tuple[uuid.UUID, str, McpEndpoint]:
         server = servers.mcp_server_get(
-            user=self.request.user, environment=self.environment, server_id=server_id
+            user=self.request.user,
+            environment=self.environment,
+            server_id=path_uuid(server_id, "serverId", "an MCP server id"),
         )
         return server.pk, server.name, servers.mcp_server_endpoint(server)
 

@@ -70,18 +70,14 @@ def mcp_server_list(*, user: Any, environment: Environment) -> QuerySet[McpServe
 
 
 def mcp_server_get(
-    *, user: Any, environment: Environment, server_id: str, action: Action = Action.READ
+    *, user: Any, environment: Environment, server_id: uuid.UUID, action: Action = Action.READ
 ) -> McpServer:
     """One server the caller may READ (and act on as `action`: READ or EDIT).
 
-    Raises Invalid (not a uuid), NotFound or PermissionDenied.
+    Raises NotFound or PermissionDenied.
     """
-    try:
-        pk = uuid.UUID(server_id)
-    except ValueError:
-        raise Invalid.at(("path", "serverId"), "must be an MCP server id (a uuid)") from None
     readable = holds_on_environment(user, environment, Action.READ)
-    server = _visible(environment).select_related("environment").filter(pk=pk).first()
+    server = _visible(environment).select_related("environment").filter(pk=server_id).first()
     if server is None or not readable:
         raise NotFound(f"MCP server '{server_id}' not found.")
     if action != Action.READ:
