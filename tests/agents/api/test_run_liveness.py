@@ -41,7 +41,9 @@ from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Call, Turn
 from tests.live import ServerProcess, restore_serialized_rows, server_process
 
-LIVENESS = 3.0  # seconds: leases of 2 s, renewed and swept every half second
+# Seconds: leases of 4 s, renewed and swept every second. Shorter leases made a loaded CI
+# machine's live server sweep a victim's runs before the victim could renew them.
+LIVENESS = 6.0
 MODEL = "openai/gpt-4o-mini"
 ASK = "Count slowly."
 ROUTES: dict[str, dict[str, Any]] = {
