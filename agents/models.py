@@ -216,6 +216,8 @@ class Run(models.Model):
     messages = models.JSONField(default=list, blank=True)
     output = models.JSONField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True)
+    # What the run did, in order (SPEC section 7's run steps), written with its end.
+    steps = models.JSONField(default=list, blank=True)
     # While in progress: the process running it renews this lease; once it has run out,
     # that process is gone and any other marks the run `failed` (`interrupted`).
     lease_until = models.DateTimeField(null=True, blank=True, editable=False)

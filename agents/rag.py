@@ -30,11 +30,15 @@ OVERRIDES = (
 )
 
 
+def _merged(rag: RagSettings, overrides: dict[str, Any] | None) -> RagSettings:
+    given = {k: v for k, v in (overrides or {}).items() if k in OVERRIDES and v is not None}
+    return rag.model_copy(update=given)
+
+
 def search_request(rag: RagSettings, overrides: dict[str, Any] | None = None) -> SearchRequest:
     """The search a RAG config asks for, with a request's overrides; raises Invalid for a
     bad HxQL query (a config's was checked when it was saved, so it is the request's)."""
-    given = {k: v for k, v in (overrides or {}).items() if k in OVERRIDES and v is not None}
-    merged = rag.model_copy(update=given)
+    merged = _merged(rag, overrides)
     try:
         hxql = parse_hxql(merged.hxql_query)
     except HxqlError as exc:
@@ -58,9 +62,13 @@ def search_now(*, environment_id: Any, template: SearchRequest, query: str) -> l
     return search(environment_id=environment_id, request=request, vector=vector)
 
 
-def retriever(*, environment_id: Any, template: SearchRequest) -> Retriever:
+def retriever(
+    *, environment_id: Any, rag: RagSettings, overrides: dict[str, Any] | None = None
+) -> Retriever:
     """An async retriever for the runtime: embedding and reranking in threads, the query
-    in the request's database thread, no connection held in between."""
+    in the request's database thread, no connection held in between. Raises Invalid (bad
+    HxQL)."""
+    template = search_request(rag, overrides)
     embedder = document_embedder()
 
     async def retrieve(query: str) -> list[Node]:
@@ -75,4 +83,4 @@ def retriever(*, environment_id: Any, template: SearchRequest) -> Retriever:
             # An outage, not a bug: the run fails saying which provider failed, and why.
             raise RunFailure("retrieval_unavailable", str(exc)) from exc
 
-    return retrieve
+    return Retriever(retrieve, hxql_query=_merged(rag, overrides).hxql_query)

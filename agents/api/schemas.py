@@ -265,6 +265,10 @@ class RunOut(OutputModel):
     messages: list[dict[str, Any]]
     output: Any
     error: dict[str, Any] | None
+    steps: list[dict[str, Any]] = Field(
+        description="What the run did, in order: model_call, tool_call, retrieval and "
+        "guardrail steps, each with startedAt, latencyMs and status."
+    )
 
     @classmethod
     def of(cls, run: Run) -> RunOut:
@@ -283,6 +287,7 @@ class RunOut(OutputModel):
             messages=run.messages,
             output=run.output,
             error=run.error,
+            steps=run.steps,
         )
 
 

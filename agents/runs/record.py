@@ -10,6 +10,7 @@ from agents.models import Run, RunStatus
 from agents.runs import leases
 from agents.runs.start import Invocation
 from agents.runtime.events import Event, ResponseCompleted, ResponseFailed
+from agents.runtime.trace import Trace
 from agents.runtime.transcript import Transcript
 
 
@@ -23,6 +24,7 @@ class RunRecorder:
         self.usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
         self.output: Any = None
         self.error: dict[str, str] | None = None
+        self.trace = Trace()  # the runtime adds the run's steps to it
         leases.run_started(invocation.run_id)
 
     def observe(self, event: Event) -> None:
@@ -69,6 +71,7 @@ class RunRecorder:
                 messages=[*run.messages, *self.transcript.messages],
                 output=self.output,
                 error=self.error,
+                steps=self.trace.steps,
                 lease_until=None,
             )
         finally:

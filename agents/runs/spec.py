@@ -22,7 +22,7 @@ from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.llm.registry import provider_for
 from agents.mcp.types import McpServerRequest
 from agents.models import Agent, AgentVersion, Environment, LLMModel
-from agents.rag import retriever, search_request
+from agents.rag import retriever
 from agents.runs.mcp_servers import config_server_specs, request_server_specs
 from agents.runtime.spec import AgentSpec, McpServerSpec, Retriever
 
@@ -105,13 +105,14 @@ def retrievers(
     or a tool agent's semantic_search tools' by tool name. Raises Invalid (bad HxQL)."""
     config = spec.config
     if isinstance(config, RagAgentConfig):
-        template = search_request(config, dict(overrides or {}))
-        return {"": retriever(environment_id=environment.pk, template=template)}
+        return {
+            "": retriever(
+                environment_id=environment.pk, rag=config, overrides=dict(overrides or {})
+            )
+        }
     if isinstance(config, ToolAgentConfig):
         return {
-            tool.name: retriever(
-                environment_id=environment.pk, template=search_request(tool.semantic_search_config)
-            )
+            tool.name: retriever(environment_id=environment.pk, rag=tool.semantic_search_config)
             for tool in config.tools
             if isinstance(tool, RagTool)
         }

@@ -12,6 +12,7 @@ from agents.runs.record import RunRecorder
 from agents.runs.start import Invocation
 from agents.runtime.engine import run
 from agents.runtime.events import Event, ResponseFailed
+from agents.runtime.spec import Meter
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,10 @@ class RecordedEvents:
             broken: ResponseFailed | None = None
             try:
                 async for event in run(
-                    invocation.spec, invocation.run_input, response_id=invocation.response_id
+                    invocation.spec,
+                    invocation.run_input,
+                    response_id=invocation.response_id,
+                    meter=Meter(trace=recorder.trace),
                 ):
                     recorder.observe(event)
                     yield event

@@ -52,7 +52,7 @@ async def run(
     ResponseCompleted or ResponseFailed."""
     meter = meter or Meter()
     yield ResponseCreated(response_id or new_response_id(), spec.model, int(time.time()))
-    guard = Guard(run_input.guardrails, run_input.guard_window)
+    guard = Guard(run_input.guardrails, run_input.guard_window, meter.trace)
     try:
         # Before any model call: a blocked input never reaches a provider.
         blocked = await guard.check(user_texts(run_input), "input")

@@ -22,6 +22,7 @@ from agents.runtime.events import (
     ToolCall,
 )
 from agents.runtime.spec import Meter
+from agents.runtime.trace import Step, Trace
 from guardrails.engines.base import Stage
 from guardrails.engines.rules import Rule
 
@@ -30,9 +31,12 @@ _SENTENCE_END = re.compile(r"[.!?…](?:[\"')\]]*)\s+|\n")
 
 
 class Guard:
-    def __init__(self, rules: Sequence[Rule], window: int = 200) -> None:
+    def __init__(
+        self, rules: Sequence[Rule], window: int = 200, trace: Trace | None = None
+    ) -> None:
         self.rules = tuple(rules)
         self.window = window
+        self.trace = trace
         self.output_rules = tuple(r for r in self.rules if "output" in r.stages)
 
     async def check(self, texts: Iterable[str], stage: Stage) -> Intervention | None:
@@ -41,13 +45,18 @@ class Guard:
         texts = [t for t in texts if t.strip()]
         if not rules or not texts:
             return None
+        step = Step("guardrail", {})
         verdicts = await asyncio.gather(
             *(rule.engine.acheck(text, stage) for rule in rules for text in texts)
         )
         for index, verdict in enumerate(verdicts):
             if verdict.blocked:
                 rule = rules[index // len(texts)]
-                return Intervention(rule.name, stage, rule.message(stage))
+                intervention = Intervention(rule.name, stage, rule.message(stage))
+                if self.trace is not None:  # only checks that intervened are steps
+                    step.end("completed", name=rule.name, stage=stage, action=intervention.action)
+                    self.trace.add(step)
+                return intervention
         return None
 
 

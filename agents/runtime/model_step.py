@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 
@@ -10,15 +11,15 @@ from agents.llm.base import (
     Finished,
     Message,
     ModelRequest,
-    Provider,
     Purpose,
     TextChunk,
     ToolCallChunk,
     ToolCallPart,
     ToolSpec,
+    Usage,
 )
 from agents.runtime.events import TextDelta
-from agents.runtime.spec import Meter
+from agents.runtime.spec import AgentSpec, Meter
 
 
 def model_request(
@@ -56,21 +57,48 @@ class StepResult:
 
 
 async def model_step(
-    provider: Provider, request: ModelRequest, meter: Meter, result: StepResult, *, stream: bool
+    spec: AgentSpec, request: ModelRequest, meter: Meter, result: StepResult, *, stream: bool
 ) -> AsyncIterator[TextDelta]:
-    """Run one call; yields its text as deltas when `stream`, fills `result` as it goes."""
+    """Run one call; yields its text as deltas when `stream`, fills `result` as it goes.
+    The call is a step of the run's trace, however it ends."""
+    usage = Usage()
+    step = meter.trace.start(
+        "model_call",
+        model=spec.model,
+        tokensUsage=usage.as_dict(),
+        timeToFirstTokenMs=None,
+        stopReason=None,
+    )
+    first: int | None = None
+    status = "failed"
     parts: list[str] = []
-    async for event in provider.stream(request):
-        if isinstance(event, TextChunk):
-            if not event.text:
+    try:
+        async for event in spec.provider.stream(request):
+            if isinstance(event, TextChunk) and not event.text:
                 continue
-            parts.append(event.text)
-            if stream:
-                yield TextDelta(event.text)
-        elif isinstance(event, ToolCallChunk):
-            arguments = event.call.arguments.strip() or "{}"
-            result.tool_calls.append(ToolCallPart(event.call.call_id, event.call.name, arguments))
-        elif isinstance(event, Finished):
-            meter.add(event.usage)
-            result.stop_reason = event.stop_reason
+            if first is None and isinstance(event, TextChunk | ToolCallChunk):
+                first = step.elapsed_ms()
+            if isinstance(event, TextChunk):
+                parts.append(event.text)
+                if stream:
+                    yield TextDelta(event.text)
+            elif isinstance(event, ToolCallChunk):
+                arguments = event.call.arguments.strip() or "{}"
+                call = ToolCallPart(event.call.call_id, event.call.name, arguments)
+                result.tool_calls.append(call)
+            elif isinstance(event, Finished):
+                meter.add(event.usage)
+                usage = event.usage
+                result.stop_reason = event.stop_reason
+        status = "completed"
+    except (GeneratorExit, asyncio.CancelledError):
+        status = "canceled"  # closed by a guardrail's block, or the client went away
+        raise
+    finally:
+        step.end(
+            status,
+            tokensUsage=usage.as_dict(),
+            timeToFirstTokenMs=first,
+            stopReason=result.stop_reason if status == "completed" else None,
+        )
     result.text = "".join(parts)

@@ -23,7 +23,7 @@ from agents.llm.base import (
 )
 from agents.runtime.events import Event, ResponseCompleted, TextDelta
 from agents.runtime.model_step import StepResult, model_request, model_step
-from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
+from agents.runtime.spec import AgentSpec, Meter, Retriever, RunFailure, RunInput
 from retrieval.nodes import Node
 
 # Below this best score the question is rewritten and retrieval tried again (multihop).
@@ -53,14 +53,14 @@ async def run_rag_agent(
     if retrieve is None:
         raise RunFailure("unsupported", "this run has no retrieval")
     question = _question(run_input)
-    nodes = await retrieve(question)
+    nodes = await retrieve(question, meter.trace)
     if config.enable_multihop_query_refinement:
         nodes = await _refine(spec, config, question, nodes, meter, retrieve)
     request = _request(spec, config, run_input, question, nodes)
     outputs: dict[str, Any] = {"sourceNodes": [n.source_node() for n in nodes], "ragMode": "normal"}
     if not config.enable_hallucination_check:
         step = StepResult()
-        async for delta in model_step(spec.provider, request, meter, step, stream=True):
+        async for delta in model_step(spec, request, meter, step, stream=True):
             yield delta
         yield ResponseCompleted(usage=meter.usage, text=step.text, custom_outputs=outputs)
         return
@@ -119,7 +119,7 @@ def _request(
 
 async def _generate(spec: AgentSpec, request: ModelRequest, meter: Meter) -> StepResult:
     step = StepResult()
-    async for _ in model_step(spec.provider, request, meter, step, stream=False):
+    async for _ in model_step(spec, request, meter, step, stream=False):
         pass
     return step
 
@@ -130,7 +130,7 @@ async def _refine(
     question: str,
     nodes: list[Node],
     meter: Meter,
-    retrieve: Any,
+    retrieve: Retriever,
 ) -> list[Node]:
     query = question
     for _ in range(MAX_REFINEMENTS):
@@ -146,7 +146,7 @@ async def _refine(
         if not rewritten or rewritten == query:
             break
         query = rewritten
-        found = await retrieve(query)
+        found = await retrieve(query, meter.trace)
         if found and (not nodes or max(n.score for n in found) > max(n.score for n in nodes)):
             nodes = found
     return nodes

@@ -9,10 +9,31 @@ from typing import Any
 from agents.configs import AgentConfig
 from agents.llm.base import Message, Provider, Usage
 from agents.mcp.types import McpEndpoint
+from agents.runtime.trace import Trace
 from guardrails.engines.rules import Rule
 from retrieval.nodes import Node
 
-Retriever = Callable[[str], Awaitable[list[Node]]]
+
+@dataclass(frozen=True)
+class Retriever:
+    """Retrieval bound by the service to an environment and its settings."""
+
+    search: Callable[[str], Awaitable[list[Node]]]
+    hxql_query: str = ""  # the filter `search` applies, as written: for the run's trace
+
+    async def __call__(self, query: str, trace: Trace | None = None) -> list[Node]:
+        if trace is None:
+            return await self.search(query)
+        step = trace.start("retrieval")
+        status = "failed"
+        nodes: list[Node] = []
+        try:
+            nodes = await self.search(query)
+            status = "completed"
+            return nodes
+        finally:
+            hits = [{k: v for k, v in n.source_node().items() if k != "text"} for n in nodes]
+            step.end(status, query=query, hxqlQuery=self.hxql_query, hits=hits)
 
 
 @dataclass(frozen=True)
@@ -62,10 +83,12 @@ class RunFailure(Exception):
 
 @dataclass
 class Meter:
-    """Token usage of every model call of a run, nested task agents included."""
+    """Token usage of every model call of a run, nested task agents included, and the
+    run's trace of steps."""
 
     usage: Usage = field(default_factory=Usage)
     model_calls: int = 0
+    trace: Trace = field(default_factory=Trace)
 
     def add(self, usage: Usage) -> None:
         self.usage = self.usage + usage

@@ -97,12 +97,12 @@ async def run_task_agent(
     if config.output_schema is None:
         step = StepResult()
         async for delta in model_step(
-            spec.provider, _request(config, prompt, messages), meter, step, stream=True
+            spec, _request(config, prompt, messages), meter, step, stream=True
         ):
             yield delta
         yield ResponseCompleted(usage=meter.usage, text=step.text)
         return
-    value = await _structured(spec.provider, config, prompt, messages, meter)
+    value = await _structured(spec, config, prompt, messages, meter)
     text = json.dumps(value, ensure_ascii=False)
     yield TextDelta(text)
     yield ResponseCompleted(usage=meter.usage, text=text, structured=value)
@@ -138,7 +138,7 @@ def _request(
 
 
 async def _structured(
-    provider: Any, config: TaskAgentConfig, prompt: str, messages: list[Message], meter: Meter
+    spec: AgentSpec, config: TaskAgentConfig, prompt: str, messages: list[Message], meter: Meter
 ) -> dict[str, Any]:
     assert config.output_schema is not None
     tool = ToolSpec(
@@ -147,7 +147,7 @@ async def _structured(
     for _attempt in range(config.inference_config.max_retries + 1):
         step = StepResult()
         async for _ in model_step(
-            provider, _request(config, prompt, messages, (tool,)), meter, step, stream=False
+            spec, _request(config, prompt, messages, (tool,)), meter, step, stream=False
         ):
             pass
         call = next((c for c in step.tool_calls if c.name == OUTPUT_TOOL), None)

@@ -18,6 +18,7 @@ from agents.runtime.model_step import StepResult, model_request, model_step
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
 from agents.runtime.tools.base import Outcome, Tool, execute, schema_problems
 from agents.runtime.tools.toolset import build_tools
+from agents.runtime.trace import Trace, cut
 
 
 async def run_tool_agent(
@@ -35,7 +36,7 @@ async def run_tool_agent(
     for _ in range(config.max_iterations):
         request = _request(spec, config, messages, tools, force)
         step = StepResult()
-        async for delta in model_step(spec.provider, request, meter, step, stream=force is None):
+        async for delta in model_step(spec, request, meter, step, stream=force is None):
             yield delta
         if not step.tool_calls:
             if structured is not None and force is None:
@@ -56,7 +57,7 @@ async def run_tool_agent(
             return
         for call in step.tool_calls:
             yield ToolCall(call.call_id, call.name, call.arguments)
-        outcomes = await _run_calls(tools, structured, step.tool_calls)
+        outcomes = await _run_calls(tools, structured, step.tool_calls, meter.trace)
         for call, outcome in zip(step.tool_calls, outcomes, strict=True):
             yield ToolResult(call.call_id, call.name, outcome.content, outcome.is_error)
             messages.append(
@@ -116,12 +117,20 @@ def _structured_answer(
 
 
 async def _run_calls(
-    tools: dict[str, Tool], structured: StructuredOutputTool | None, calls: list[ToolCallPart]
+    tools: dict[str, Tool],
+    structured: StructuredOutputTool | None,
+    calls: list[ToolCallPart],
+    trace: Trace,
 ) -> list[Outcome]:
     async def one(call: ToolCallPart) -> Outcome:
         if structured is not None and call.name == structured.name:
             return _structured_feedback(structured, call)
-        return await execute(tools.get(call.name), call.name, call.arguments)
+        step = trace.start("tool_call")
+        outcome = await execute(tools.get(call.name), call.name, call.arguments)
+        said = {"error" if outcome.is_error else "result": cut(outcome.content)}
+        status = "failed" if outcome.is_error else "completed"
+        step.end(status, name=call.name, arguments=cut(call.arguments), **said)
+        return outcome
 
     return list(await asyncio.gather(*(one(c) for c in calls)))
 

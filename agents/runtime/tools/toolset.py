@@ -39,7 +39,7 @@ async def build_tools(
                 ToolSpec(entry.name, entry.description, entry.output_schema), _never_called
             )
         elif isinstance(entry, RagTool):
-            tools[entry.name] = _search_tool(entry, run_input)
+            tools[entry.name] = _search_tool(entry, run_input, meter)
         elif isinstance(entry, TaskAgentTool):
             target = spec.task_agents.get(entry.name)
             tools[entry.name] = (
@@ -66,14 +66,14 @@ SEARCH_PARAMETERS = {
 }
 
 
-def _search_tool(entry: RagTool, run_input: RunInput | None) -> Tool:
+def _search_tool(entry: RagTool, run_input: RunInput | None, meter: Meter) -> Tool:
     """semantic_search: the passages that best answer `query`, with their sources."""
     retrieve = run_input.retrievers.get(entry.name) if run_input else None
 
     async def call(arguments: dict[str, Any]) -> Outcome:
         if retrieve is None:
             raise ToolFailure("search is not available in this run")
-        nodes = await retrieve(str(arguments["query"]))
+        nodes = await retrieve(str(arguments["query"]), meter.trace)
         found = [n.source_node() | {"title": n.title} for n in nodes]
         return Outcome(json.dumps(found, ensure_ascii=False), value=found)
 

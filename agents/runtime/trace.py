@@ -1,0 +1,68 @@
+"""A run's steps (model calls, tool calls, retrievals, guardrail interventions), collected
+in memory beside its events and recorded with the run at its end."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+MAX_BYTES = 4096  # of a tool call's arguments, result or error, as UTF-8
+
+
+def cut(text: str, limit: int = MAX_BYTES) -> str:
+    """`text` cut to `limit` bytes of UTF-8, never in the middle of a character."""
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    return data[:limit].decode(errors="ignore")
+
+
+@dataclass
+class Trace:
+    """The steps of one run, in the order they started (concurrent tool calls included)."""
+
+    _started: list[Step] = field(default_factory=list)
+
+    def start(self, kind: str, **fields: Any) -> Step:
+        """A step begun now; `fields` are what it reports if it never ends."""
+        step = Step(kind, fields)
+        self.add(step)
+        return step
+
+    def add(self, step: Step) -> None:
+        """A step timed apart, kept only once it proved worth keeping."""
+        self._started.append(step)
+
+    @property
+    def steps(self) -> list[dict[str, Any]]:
+        return [step.record() for step in self._started]
+
+
+class Step:
+    """One step timed on the monotonic clock. A step the run left unfinished (a guardrail
+    closed the model's stream, the client went away) is reported `canceled`."""
+
+    def __init__(self, kind: str, fields: dict[str, Any]) -> None:
+        self.kind = kind
+        self.fields = fields
+        self.started_at = datetime.now(UTC)
+        self._start = time.monotonic()
+        self._ended: dict[str, Any] | None = None
+
+    def elapsed_ms(self) -> int:
+        return int((time.monotonic() - self._start) * 1000)
+
+    def end(self, status: str, **fields: Any) -> None:
+        if self._ended is None:
+            self._ended = {"latencyMs": self.elapsed_ms(), "status": status, **fields}
+
+    def record(self) -> dict[str, Any]:
+        ended = self._ended or {"latencyMs": self.elapsed_ms(), "status": "canceled"}
+        return {
+            "type": self.kind,
+            "startedAt": self.started_at.isoformat().replace("+00:00", "Z"),
+            **self.fields,
+            **ended,
+        }

@@ -1,0 +1,178 @@
+"""Run steps end to end (SPEC section 7): what a run did, in order, as `GET /v1/runs/{id}`
+answers it: model calls, tool calls, retrievals and the guardrails that intervened."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from agents.examples import CALCULATOR
+from agents.runtime.trace import MAX_BYTES
+from tests.agents.api.conftest import Backend, fetch_run, invoke
+from tests.agents.api.test_guardrails import ATTACK, PROFANE_SPLIT, agent_with, ask
+from tests.agents.api.test_rag import (  # noqa: F401 (corpus: a fixture)
+    VACATION,
+    VACATION_QUESTION,
+    corpus,
+    outputs,
+    rag_agent,
+)
+from tests.fakes.server import Call, Turn
+
+STEP_KEYS = {"type", "startedAt", "latencyMs", "status"}
+MODEL_CALL_KEYS = STEP_KEYS | {"model", "tokensUsage", "timeToFirstTokenMs", "stopReason"}
+
+
+def steps_of(client: Any, answer: Any) -> list[dict[str, Any]]:
+    steps = fetch_run(client, answer)["steps"]
+    for step in steps:
+        assert set(step) >= STEP_KEYS, step
+        assert step["latencyMs"] >= 0
+        datetime.fromisoformat(step["startedAt"])
+    return steps
+
+
+def tool_agent(make_agent: Any, backend: Backend, *funcs: str) -> Any:
+    tools = [
+        {"toolType": "function", "name": f, "description": f"The {f} tool", "funcName": f}
+        for f in funcs
+    ]
+    return make_agent("Calc", "tool", config=backend.config(CALCULATOR["config"], tools=tools))
+
+
+def test_a_tool_run_records_model_call_tool_call_model_call(
+    owner_client: Any, make_agent: Any, backend: Backend, model_usages: list
+) -> None:
+    config = backend.config(CALCULATOR["config"])
+    agent = make_agent("Calc", "tool", config=config)
+    backend.script(
+        Turn(calls=[Call("multiply", {"a": 3, "b": 5})]), Turn(text=["The answer is 15."])
+    )
+    answer = invoke(owner_client, agent, "invoke", ask("What is 3x5?"))
+    assert answer.status == 200
+
+    steps = steps_of(owner_client, answer)
+    assert [s["type"] for s in steps] == ["model_call", "tool_call", "model_call"]
+    first, tool, last = steps
+    for step, usage in zip((first, last), model_usages, strict=True):
+        assert set(step) == MODEL_CALL_KEYS
+        assert step["status"] == "completed"
+        assert step["model"] == backend.model(config)
+        assert step["tokensUsage"] == usage.as_dict()
+        assert 0 <= step["timeToFirstTokenMs"] <= step["latencyMs"]
+    assert first["stopReason"] == "tool_use"
+    assert last["stopReason"] == "end_turn"
+    assert tool["status"] == "completed"
+    assert tool["name"] == "multiply"
+    assert {k: float(v) for k, v in json.loads(tool["arguments"]).items()} == {
+        "a": 3.0,
+        "b": 5.0,
+    }
+    assert tool["result"] == "15"
+    assert "error" not in tool
+    assert first["startedAt"] <= tool["startedAt"] <= last["startedAt"]
+
+
+def test_a_failing_tool_is_a_failed_step_with_its_error(
+    owner_client: Any, make_agent: Any, fake_backend: Backend
+) -> None:
+    agent = tool_agent(make_agent, fake_backend, "divide")
+    fake_backend.script(
+        Turn(calls=[Call("divide", {"a": 1, "b": 0})]), Turn(text=["You cannot divide by 0."])
+    )
+    answer = invoke(owner_client, agent, "invoke", ask("What is 1/0?"))
+    assert answer.status == 200
+
+    steps = steps_of(owner_client, answer)
+    assert [s["type"] for s in steps] == ["model_call", "tool_call", "model_call"]
+    tool = steps[1]
+    assert tool["status"] == "failed"
+    assert tool["name"] == "divide"
+    assert "division by zero" in tool["error"]
+    assert "result" not in tool
+
+
+def test_tool_arguments_and_errors_are_cut_at_4_kb(
+    owner_client: Any, make_agent: Any, fake_backend: Backend
+) -> None:
+    zone = "é" * 3000  # 6000 bytes of UTF-8, two to a character
+    agent = tool_agent(make_agent, fake_backend, "current_time")
+    fake_backend.script(
+        Turn(calls=[Call("current_time", {"timezone": zone})]), Turn(text=["No such zone."])
+    )
+    answer = invoke(owner_client, agent, "invoke", ask("What time is it?"))
+    assert answer.status == 200
+
+    [tool] = [s for s in steps_of(owner_client, answer) if s["type"] == "tool_call"]
+    assert tool["status"] == "failed"
+    for text in (tool["arguments"], tool["error"]):
+        assert MAX_BYTES - 1 <= len(text.encode()) <= MAX_BYTES
+    assert tool["arguments"].startswith('{"timezone": "')
+    assert "unknown time zone" in tool["error"]
+
+
+@pytest.mark.usefixtures("corpus")
+def test_a_rag_run_records_its_retrieval_before_the_model_call(
+    owner_client: Any, make_agent: Any, backend: Backend
+) -> None:
+    agent = rag_agent(make_agent, backend)
+    backend.script(Turn(text=["Every full-time employee earns 25 days [1]."]))
+    only_hr = "SELECT * FROM SysContent WHERE department = 'HR'"
+    answer = invoke(owner_client, agent, "invoke", {**VACATION, "hxqlQuery": only_hr})
+    sources = outputs(answer)["sourceNodes"]
+    assert sources
+
+    steps = steps_of(owner_client, answer)
+    assert [s["type"] for s in steps] == ["retrieval", "model_call"]
+    retrieval = steps[0]
+    assert retrieval["status"] == "completed"
+    assert retrieval["query"] == VACATION_QUESTION
+    assert retrieval["hxqlQuery"] == only_hr
+    assert [h["id"] for h in retrieval["hits"]] == [n["id"] for n in sources]
+    assert [h["score"] for h in retrieval["hits"]] == [n["score"] for n in sources]
+    assert all("text" not in h for h in retrieval["hits"])
+
+
+def test_an_input_block_is_the_only_step(
+    owner_client: Any, make_agent: Any, fake_backend: Backend
+) -> None:
+    agent = agent_with(make_agent, fake_backend, "HAIP-Prompt_attack-Medium")
+    answer = invoke(owner_client, agent, "invoke", ask(ATTACK))
+    assert answer.status == 200
+
+    [step] = steps_of(owner_client, answer)
+    assert step["type"] == "guardrail"
+    assert step["status"] == "completed"
+    assert (step["name"], step["stage"], step["action"]) == (
+        "HAIP-Prompt_attack-Medium",
+        "input",
+        "BLOCKED",
+    )
+
+
+def test_an_output_block_follows_the_model_call_it_stopped(
+    owner_client: Any, make_agent: Any, fake_backend: Backend
+) -> None:
+    agent = agent_with(make_agent, fake_backend, "HAIP-Profanity")
+    fake_backend.script(Turn(text=PROFANE_SPLIT))
+    answer = invoke(owner_client, agent, "invoke-stream", ask("How is the answer?"))
+
+    steps = steps_of(owner_client, answer)
+    assert [s["type"] for s in steps] == ["model_call", "guardrail"]
+    assert (steps[1]["name"], steps[1]["stage"]) == ("HAIP-Profanity", "output")
+
+
+def test_a_clean_run_has_no_guardrail_step(
+    owner_client: Any, make_agent: Any, backend: Backend
+) -> None:
+    agent = agent_with(make_agent, backend, "HAIP-Prompt_attack-Medium", "HAIP-Profanity")
+    backend.script(
+        Turn(calls=[Call("multiply", {"a": 3, "b": 5})]), Turn(text=["The answer is 15."])
+    )
+    answer = invoke(owner_client, agent, "invoke-stream", ask("What is 3x5?"))
+
+    steps = steps_of(owner_client, answer)
+    assert [s["type"] for s in steps] == ["model_call", "tool_call", "model_call"]
