@@ -14,6 +14,7 @@ from agents.runtime.trace import MAX_BYTES
 from tests.agents.api.conftest import Backend, fetch_run, invoke
 from tests.agents.api.test_guardrails import ATTACK, PROFANE_SPLIT, agent_with, ask
 from tests.agents.api.test_rag import (  # noqa: F401 (corpus: a fixture)
+    RAG_TOOL,
     VACATION,
     VACATION_QUESTION,
     corpus,
@@ -176,3 +177,22 @@ def test_a_clean_run_has_no_guardrail_step(
 
     steps = steps_of(owner_client, answer)
     assert [s["type"] for s in steps] == ["model_call", "tool_call", "model_call"]
+
+
+@pytest.mark.usefixtures("corpus")
+def test_the_rag_tool_of_a_tool_agent_is_a_tool_call_around_its_retrieval(
+    owner_client: Any, make_agent: Any
+) -> None:
+    only_faq = "SELECT * FROM SysContent WHERE sys_docType = 'faq'"
+    tool = {**RAG_TOOL, "semanticSearchConfig": {"hxqlQuery": only_faq}}
+    config = {"llmModelId": "local.demo-v1", "tools": [tool]}
+    agent = make_agent("researcher", "tool", config=config)
+    answer = invoke(owner_client, agent, "invoke", ask('Search the documents for "passwords"'))
+    assert answer.status == 200
+
+    steps = steps_of(owner_client, answer)
+    assert [s["type"] for s in steps] == ["model_call", "tool_call", "retrieval", "model_call"]
+    call, retrieval = steps[1:3]
+    assert call["name"] == "search_documents"
+    assert (retrieval["query"], retrieval["hxqlQuery"]) == ("passwords", only_faq)
+    assert [h["id"] for h in retrieval["hits"]] == [n["id"] for n in json.loads(call["result"])]
