@@ -228,9 +228,9 @@ def test_runs_of_a_killed_server_are_failed_interrupted_by_a_live_server_and_by_
     model.fallback = Turn(text=["Counting: ", "one, "], pause=0.05, hang=120)
 
     # A live server finds the runs of one killed beside it.
-    with serve(tmp_path / "survivor.log") as survivor:
+    # `serve`: a process that a failed assertion would otherwise leave running is stopped.
+    with serve(tmp_path / "survivor.log") as survivor, serve(tmp_path / "victim.log") as victim:
         assert get(survivor.port, "/v1/runs?limit=1", token) == 200  # it serves: it sweeps
-        victim = ServerProcess(tmp_path / "victim.log", **SERVER_ENV)
         socks = open_streams(victim, model, counter, token, 20)
         assert in_progress(counter) == 20
         victim.kill()
@@ -247,9 +247,9 @@ def test_runs_of_a_killed_server_are_failed_interrupted_by_a_live_server_and_by_
     assert found < 2 * LIVENESS
 
     # A server killed alone: its restart finds its runs.
-    first = ServerProcess(tmp_path / "first.log", **SERVER_ENV)
-    socks = open_streams(first, model, counter, token, 10)
-    first.kill()
+    with serve(tmp_path / "first.log") as first:
+        socks = open_streams(first, model, counter, token, 10)
+        first.kill()
     for sock in socks:
         sock.close()
     assert in_progress(counter) == 10
