@@ -38,7 +38,7 @@ run: setup
 	@echo ""
 	@echo "  agentbuilder on http://localhost:$(PORT)"
 	@echo "  API docs:  http://localhost:$(PORT)/v1/docs"
-	@echo "  Admin:     http://localhost:$(PORT)/admin/  (user $${ADMIN_USERNAME:-admin})"
+	@echo "  Admin:     http://localhost:$(PORT)/admin/  (user $${ADMIN_USERNAME:-admin}, password $${ADMIN_PASSWORD:-in $${VAR_DIR:-var}/admin_password})"
 	@echo "  Models:    LLM_OFFLINE=$$LLM_OFFLINE (true: the offline model answers every model id)"
 	@echo ""
 	exec $(BIN)/python -m uvicorn agentbuilder.asgi:application --lifespan off \

@@ -163,7 +163,12 @@ JWT_ISSUER = "agentbuilder"
 # Only the dev set-up (`make run`) creates this superuser. Outside DEBUG there is no default
 # password: run there, devsetup would make a superuser who cannot log in, not admin/admin.
 ADMIN_USERNAME = env.str("ADMIN_USERNAME", default="admin")
-ADMIN_PASSWORD = secret("ADMIN_PASSWORD") or ("admin" if DEBUG else None)
+if (ADMIN_PASSWORD := secret("ADMIN_PASSWORD")) is None and DEBUG:
+    # No password written in the source: the dev set-up makes a random one, kept beside
+    # its signing key (`make run` prints where).
+    from agentbuilder.dev_secret_key import dev_secret_key
+
+    ADMIN_PASSWORD = dev_secret_key(VAR_DIR / "admin_password")
 
 # ---------------------------------------------------------------- API
 

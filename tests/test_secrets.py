@@ -207,7 +207,11 @@ def test_dev_start_makes_a_private_random_key_once_and_reuses_it(tmp_path: Path)
     assert len(first["SECRET_KEY"]) >= 50
     assert again["SECRET_KEY"] == first["SECRET_KEY"]
     assert elsewhere["SECRET_KEY"] != first["SECRET_KEY"]
-    assert first["ADMIN_PASSWORD"] == "admin"
+    password_file = tmp_path / "var" / "admin_password"
+    assert password_file.read_text().strip() == first["ADMIN_PASSWORD"]
+    assert stat.S_IMODE(password_file.stat().st_mode) == 0o600
+    assert first["ADMIN_PASSWORD"] != first["SECRET_KEY"]
+    assert len(first["ADMIN_PASSWORD"]) >= 50
 
 
 OLD_KEY_CHECKS = f"""

@@ -65,7 +65,10 @@ class Command(BaseCommand):
             admin = users.objects.create_superuser(
                 username=settings.ADMIN_USERNAME, password=settings.ADMIN_PASSWORD
             )
-            self.stdout.write(f"created superuser '{admin.username}'")
+            self.stdout.write(
+                f"created superuser '{admin.username}' (password: ADMIN_PASSWORD, or in the dev"
+                f" set-up the file {settings.VAR_DIR / 'admin_password'})"
+            )
         env, _ = Environment.objects.get_or_create(name=DEFAULT_ENVIRONMENT)
         for example in DEV_EXAMPLES:
             self._agent(admin, env, example, "Example from the platform documentation.")
