@@ -45,28 +45,32 @@ _DATA_URL = re.compile(r"data:(?P<type>[\w.+-]+/[\w.+-]+)(?:;[\w-]+=[^;,]*)*;bas
 
 def from_base64(kind: Kind, media_type: str, data: str, loc: Loc, *, name: str = "") -> Attachment:
     """A part given as base64 text and its media type. Raises Invalid at `loc`."""
-    media_type = media_type.strip().lower()
-    if media_type not in MEDIA_TYPES[kind]:
-        allowed = ", ".join(sorted(MEDIA_TYPES[kind]))
-        raise Invalid.at(loc, f"{kind} media type '{media_type}' is not one of: {allowed}")
     try:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         raise Invalid.at(loc, f"the {kind}'s data is not valid base64") from None
-    if not raw:
-        raise Invalid.at(loc, f"the {kind} is empty")
-    if len(raw) > MAX_BYTES[kind]:
-        raise Invalid.at(loc, f"the {kind} is {len(raw)} bytes; at most {MAX_BYTES[kind]}")
-    return Attachment(kind, media_type, raw, name, loc)
+    return _attachment(kind, media_type, raw, loc, name)
 
 
 def from_text(media_type: str, text: str, loc: Loc, *, name: str = "") -> Attachment:
     """A document given as text; its bytes are the text's UTF-8."""
     try:
-        data = text.encode()
+        raw = text.encode()
     except UnicodeEncodeError:  # a lone surrogate from a JSON escape
         raise Invalid.at(loc, "the document's text is not valid Unicode") from None
-    return from_base64("document", media_type, base64.b64encode(data).decode(), loc, name=name)
+    return _attachment("document", media_type, raw, loc, name)
+
+
+def _attachment(kind: Kind, media_type: str, raw: bytes, loc: Loc, name: str) -> Attachment:
+    media_type = media_type.strip().lower()
+    if media_type not in MEDIA_TYPES[kind]:
+        allowed = ", ".join(sorted(MEDIA_TYPES[kind]))
+        raise Invalid.at(loc, f"{kind} media type '{media_type}' is not one of: {allowed}")
+    if not raw:
+        raise Invalid.at(loc, f"the {kind} is empty")
+    if len(raw) > MAX_BYTES[kind]:
+        raise Invalid.at(loc, f"the {kind} is {len(raw)} bytes; at most {MAX_BYTES[kind]}")
+    return Attachment(kind, media_type, raw, name, loc)
 
 
 def from_url(kind: Kind, url: str, loc: Loc, *, name: str = "") -> Attachment:
