@@ -82,6 +82,16 @@ def agent_get(
     return _visible_one(user, action, environment, Q(pk=agent_id), f"Agent '{agent_id}'")
 
 
+def agent_get_invocable(*, user: Any, agent_id: uuid.UUID) -> Agent:
+    """A live agent, in whichever environment, that `user` may INVOKE (the admin's
+    playground finds it by id alone). Raises NotFound otherwise."""
+    agent = agents_with(user, Action.INVOKE).select_related("environment").filter(pk=agent_id)
+    found = agent.first()
+    if found is None:
+        raise NotFound(f"Agent '{agent_id}' not found.")
+    return found
+
+
 def agent_get_by_name(
     *, user: Any, environment: Environment, name: str, action: Action = Action.READ
 ) -> Agent:
@@ -186,10 +196,13 @@ def model_list(*, agent_type: str | None = None) -> QuerySet[LLMModel]:
     return models.order_by("provider", "id")
 
 
-def _runs_visible(user: Any, environment: Environment) -> QuerySet[Run]:
-    """Runs of `environment` the caller may read: its own, of agents it may still READ or
-    INVOKE, and every caller's of the agents it holds AUDIT on (SPEC section 7)."""
-    in_env = Agent.objects.filter(environment=environment, deleted_at__isnull=True)
+def runs_visible(*, user: Any, environment: Environment | None = None) -> QuerySet[Run]:
+    """Runs (of `environment`, or of every one) the caller may read: its own, of agents it
+    may still READ or INVOKE, and every caller's of the agents it holds AUDIT on (SPEC
+    section 7)."""
+    in_env = Agent.objects.filter(deleted_at__isnull=True)
+    if environment is not None:
+        in_env = in_env.filter(environment=environment)
     usable = in_env.filter(may(user, Action.READ, Action.INVOKE)).values("pk")
     audited = in_env.filter(may(user, Action.AUDIT)).values("pk")
     return Run.objects.filter(Q(caller=user, agent__in=usable) | Q(agent__in=audited))
@@ -206,7 +219,7 @@ def run_list(
 ) -> QuerySet[Run]:
     """The caller's runs in `environment` (every caller's where it holds AUDIT), newest
     first."""
-    runs = _runs_visible(user, environment)
+    runs = runs_visible(user=user, environment=environment)
     if agent_id:
         runs = runs.filter(agent_id=agent_id)
     if status:
@@ -219,7 +232,7 @@ def run_list(
 
 
 def run_get(*, user: Any, environment: Environment, run_id: uuid.UUID) -> Run:
-    run = _runs_visible(user, environment).filter(pk=run_id).first()
+    run = runs_visible(user=user, environment=environment).filter(pk=run_id).first()
     if run is None:
         raise NotFound(f"Run '{run_id}' not found.")
     return run

@@ -30,3 +30,9 @@ def document_get(*, environment_id: Any, document_id: uuid.UUID) -> Document:
     if document is None:
         raise NotFound(f"Document '{document_id}' not found.")
     return document
+
+
+def document_titles(*, document_ids: list[str]) -> dict[str, str]:
+    """The titles of documents a run's sources named, by id (deleted ones left out)."""
+    rows = Document.objects.filter(pk__in=set(document_ids)).values_list("pk", "title")
+    return {str(pk): title for pk, title in rows}

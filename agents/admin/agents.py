@@ -10,12 +10,14 @@ from django import forms
 from django.contrib import admin
 from django.db.models import Max, QuerySet
 from django.http import HttpRequest
-from django.urls import reverse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from guardian.admin import GuardedModelAdmin, ReinforcedGuardedModelAdminMixin
 
 from agents import selectors, services
+from agents.admin.playground import PlaygroundStreamView, playground_page
 from agents.admin.forms import (
     PRE_STYLE,
     ConfigField,
@@ -25,7 +27,7 @@ from agents.admin.forms import (
     model_fields,
 )
 from agents.models import Agent, AgentType, AgentVersion, Environment
-from agents.permissions import Action, agents_with, environments_with
+from agents.permissions import Action, agents_with, environments_with, may_flag
 
 
 class AgentFieldsForm(ServiceForm):
@@ -162,17 +164,54 @@ VERSION_HELP = (
 @admin.register(Agent)
 class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):  # type: ignore[misc]
     form = AgentAddForm
-    list_display = ("name", "environment", "agent_type", "status", "latest", "modified_at")
+    list_display = (
+        "name",
+        "environment",
+        "agent_type",
+        "status",
+        "latest",
+        "modified_at",
+        "playground",
+    )
     list_filter = ("environment", "agent_type", StatusFilter)
     list_select_related = ("environment",)
     search_fields = ("name", "display_name", "description")
     inlines = [VersionInline]
+    change_form_template = "admin/agents/agent/change_form.html"
+
+    def get_urls(self) -> list[URLPattern]:
+        page = self.admin_site.admin_view(self.playground_view)
+        stream = PlaygroundStreamView.as_view()
+        return [
+            path("<str:object_id>/playground/", page, name="agents_agent_playground"),
+            path(
+                "<str:object_id>/playground/stream/",
+                stream,
+                name="agents_agent_playground_stream",
+            ),
+            *super().get_urls(),
+        ]
+
+    def playground_view(self, request: HttpRequest, object_id: str) -> TemplateResponse:
+        return playground_page(self.admin_site, request, object_id)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:
         agents = super().get_queryset(request)
         if not request.user.is_superuser:
             agents = agents.filter(pk__in=agents_with(request.user, Action.READ).values("pk"))
-        return agents.annotate(latest_number=Max("versions__number"))
+        return agents.annotate(
+            latest_number=Max("versions__number"),
+            invocable=may_flag(request.user, Action.INVOKE),
+        )
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> Any:
+        extra = {**(extra_context or {})}
+        agent = self.get_object(request, object_id)
+        if agent is not None and getattr(agent, "invocable", False):
+            extra["playground_url"] = reverse("admin:agents_agent_playground", args=[agent.pk])
+        return super().change_view(request, object_id, form_url, extra)
 
     def get_fieldsets(self, request: HttpRequest, obj: Agent | None = None) -> Any:
         if obj is None:
@@ -242,6 +281,13 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):  # type: 
             refused,
             [],
         )
+
+    @admin.display(description="try it")
+    def playground(self, agent: Agent) -> SafeString | str:
+        if not getattr(agent, "invocable", False):
+            return ""
+        url = reverse("admin:agents_agent_playground", args=[agent.pk])
+        return format_html('<a href="{}">Playground</a>', url)
 
     @admin.display(description="latest version", ordering="latest_number")
     def latest(self, agent: Agent) -> str:

@@ -30,6 +30,17 @@ class TaskInputError(Exception):
         self.problems = problems
 
 
+def _error_path(error: jsonschema.ValidationError) -> tuple[str | int, ...]:
+    """Where the error is; a missing required property is located at itself, not at the
+    object that lacks it, so a form can mark the field."""
+    path = tuple(error.absolute_path)
+    if error.validator == "required" and isinstance(error.instance, dict):
+        for name in error.validator_value:
+            if name not in error.instance and error.message == f"{name!r} is a required property":
+                return (*path, name)
+    return path
+
+
 def prepare_inputs(config: TaskAgentConfig, inputs: Any) -> tuple[dict[str, Any], str]:
     """Validated inputs with schema defaults filled, and the rendered prompt (CPU-bound for
     up to TASK_TEMPLATE_MAX_SECONDS: not on the event loop).
@@ -42,7 +53,7 @@ def prepare_inputs(config: TaskAgentConfig, inputs: Any) -> tuple[dict[str, Any]
     filled = fill_defaults(config.input_schema, copy.deepcopy(inputs))
     validator = _validator(config.input_schema)
     problems = [
-        (tuple(e.absolute_path), e.message)
+        (_error_path(e), e.message)
         for e in sorted(validator.iter_errors(filled), key=lambda e: list(e.absolute_path))
     ]
     if problems:

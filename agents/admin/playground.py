@@ -1,0 +1,146 @@
+"""The admin's playground (SPEC section 7): try any version of an agent beside its config.
+
+The page is a template and a small script; each turn is a POST to the stream view, a
+session-authenticated, CSRF-checked twin of the invoke routes: the same run path, recorded
+as a run of the signed-in user with protocol `playground`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+from adrf.views import APIView as AsyncAPIView
+from django.contrib.admin import AdminSite
+from django.http import Http404, HttpRequest, StreamingHttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.permissions import IsAdminUser
+from rest_framework.request import Request
+
+from agentbuilder.api.paths import path_uuid
+from agentbuilder.api.views import ApiView
+from agentbuilder.db import in_db
+from agentbuilder.errors import Invalid, NotFound
+from agents import selectors
+from agents.api.streaming import run_headers
+from agents.models import Agent, AgentType
+from agents.protocols.playground.encoder import PlaygroundEncoder
+from agents.protocols.playground.request import PlaygroundRequest
+from agents.runs.request import RunRequest
+from agents.runs.start import Invocation, invocation_start
+from agents.runs.stream import recorded_events
+from agents.runtime.events import ResponseCompleted
+from retrieval.selectors import document_titles
+
+PROTOCOL = "playground"
+NO_RUN = "00000000-0000-0000-0000-000000000000"  # replaced by the page with a run's id
+
+
+def playground_page(site: AdminSite, request: HttpRequest, object_id: str) -> TemplateResponse:
+    """The page: the agent, its versions (with a task agent's input schema) and the URLs
+    the script calls. 404 unless the user may INVOKE the agent."""
+    agent = _invocable(request.user, object_id)
+    context = {
+        **site.each_context(request),
+        "title": f"Playground: {agent.name}",
+        "opts": Agent._meta,
+        "original": agent,
+        "agent": agent,
+        "is_task": agent.agent_type == AgentType.TASK,
+        "settings": {
+            "agentType": agent.agent_type,
+            "versions": _versions(agent),
+            "streamUrl": reverse("admin:agents_agent_playground_stream", args=[agent.pk]),
+            "runUrl": reverse("admin:agents_run_change", args=[NO_RUN]),
+            "noRun": NO_RUN,
+        },
+    }
+    return TemplateResponse(request, "admin/agents/agent/playground.html", context)
+
+
+def _invocable(user: Any, object_id: str) -> Agent:
+    try:
+        return selectors.agent_get_invocable(user=user, agent_id=uuid.UUID(object_id))
+    except (ValueError, NotFound):
+        raise Http404("No agent you may invoke has this id.") from None
+
+
+def _versions(agent: Agent) -> list[dict[str, Any]]:
+    versions = agent.versions.order_by("-number").only(
+        "number", "version_label", "created_at", "config"
+    )
+    return [
+        {
+            "number": v.number,
+            "label": v.version_label,
+            "inputSchema": v.config.get("inputSchema"),
+            "outputSchema": v.config.get("outputSchema"),
+        }
+        for v in versions
+    ]
+
+
+class PlaygroundStreamView(AsyncAPIView, ApiView):
+    """POST a turn, get NDJSON (agents.protocols.playground). Session and CSRF, like every
+    admin form; staff only, like the admin; INVOKE on the agent, like the invoke routes."""
+
+    authentication_classes = [SessionAuthentication]
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(exclude=True)
+    async def post(self, request: Request, object_id: str) -> StreamingHttpResponse:
+        invocation, body = await in_db(self._start)(object_id)
+        encoder = PlaygroundEncoder(invocation.run_id, invocation.answered_by, body.thread_id or "")
+        response = StreamingHttpResponse(
+            _frames(invocation, encoder), content_type="application/x-ndjson"
+        )
+        for name, value in run_headers(invocation, stream=True).items():
+            response[name] = value
+        return response
+
+    def _start(self, object_id: str) -> tuple[Invocation, PlaygroundRequest]:
+        agent_id = path_uuid(object_id, "object_id", "an agent id")
+        body = self.body(PlaygroundRequest)
+        agent = selectors.agent_get_invocable(user=self.request.user, agent_id=agent_id)
+        _check_version(body.version)
+        is_task = agent.agent_type == AgentType.TASK
+        if not is_task and not (body.message or "").strip():
+            raise Invalid.at(("body", "message"), "type a message")
+        request = RunRequest(
+            user=self.request.user,
+            environment=agent.environment,
+            agent_id=agent.pk,
+            version_ref=body.version,
+            protocol=PROTOCOL,
+            route="the playground",
+            agent_types=(agent.agent_type,),
+            messages=() if is_task else body.messages(),
+            inputs=body.inputs if is_task else None,
+            thread_id="" if is_task else body.thread_id or "",
+        )
+        return invocation_start(request), body
+
+
+def _check_version(ref: str) -> None:
+    try:
+        selectors.version_ref_parse(ref)
+    except Invalid as exc:
+        raise Invalid.at(("body", "version"), exc.errors[0].msg) from None
+
+
+async def _frames(invocation: Invocation, encoder: PlaygroundEncoder) -> AsyncIterator[bytes]:
+    # aclosing: a closed page cancels the run (and records it so) at once.
+    async with aclosing(recorded_events(invocation)) as events:
+        async for event in events:
+            if isinstance(event, ResponseCompleted):
+                nodes = event.custom_outputs.get("sourceNodes") or ()
+                ids = [node["docId"] for node in nodes]
+                if ids:  # titles for the sources: one short read after the model is done
+                    encoder.titles = await in_db(document_titles)(document_ids=ids)
+            for frame in encoder.frames(event):
+                yield frame

@@ -1,0 +1,2 @@
+"""The admin playground's protocol (SPEC section 7): one turn a request, NDJSON back with
+everything the runtime did (tool results included), for a page to show as it happens."""

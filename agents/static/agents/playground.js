@@ -1,0 +1,381 @@
+// The admin playground: sends a turn to the stream view and shows its NDJSON lines
+// (agents/protocols/playground/encoder.py) as they arrive. Plain DOM, no dependencies;
+// every text from the server goes in through textContent, never as HTML.
+"use strict";
+
+(function () {
+  const settings = JSON.parse(document.getElementById("playground-settings").textContent);
+  const csrf = document.getElementById("playground-csrf").value;
+  const log = document.getElementById("playground-log");
+  const versionSelect = document.getElementById("playground-version");
+  const chatForm = document.getElementById("playground-chat");
+  const taskForm = document.getElementById("playground-task");
+  let threadId = newThreadId();
+  let busy = false;
+
+  // ------------------------------------------------------------------ small helpers
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = value;
+      else node.setAttribute(key, value);
+    }
+    for (const child of children) if (child) node.append(child);
+    return node;
+  }
+
+  function newThreadId() {
+    // crypto.randomUUID needs a secure context; an admin served over plain http is not one.
+    const bytes = crypto.getRandomValues(new Uint8Array(12));
+    return "playground-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  function pretty(text) {
+    try {
+      return JSON.stringify(JSON.parse(text), null, 2);
+    } catch (_) {
+      return text;
+    }
+  }
+
+  function scrollDown() {
+    log.scrollTop = log.scrollHeight;
+  }
+
+  function setBusy(value) {
+    busy = value;
+    for (const id of ["playground-send", "playground-run"]) {
+      const button = document.getElementById(id);
+      if (button) button.disabled = value;
+    }
+  }
+
+  // ------------------------------------------------------------------ one turn
+
+  class Turn {
+    constructor(question) {
+      this.node = el("div", { class: "pg-turn" });
+      if (question) this.node.append(el("div", { class: "pg-user", text: question }));
+      this.answer = el("div", { class: "pg-answer pg-pending" });
+      this.text = el("div", { class: "pg-text" });
+      this.answer.append(this.text);
+      this.node.append(this.answer);
+      this.tools = new Map();
+      this.ended = false;
+      log.append(this.node);
+      scrollDown();
+    }
+
+    handle(line) {
+      const handler = this["on_" + line.type];
+      if (handler) handler.call(this, line);
+      scrollDown();
+    }
+
+    on_created(line) {
+      this.runId = line.runId;
+      this.answer.dataset.runId = line.runId;
+      this.answeredBy = line.answeredBy;
+    }
+
+    on_delta(line) {
+      this.text.textContent += line.text;
+    }
+
+    on_tool_call(line) {
+      const result = el("pre", { class: "pg-tool-result", text: "running…" });
+      const details = el(
+        "details",
+        { class: "pg-tool", "data-tool": line.name },
+        el("summary", {}, el("span", { class: "pg-tool-name", text: line.name }),
+          el("code", { class: "pg-tool-args", text: line.arguments })),
+        el("div", { class: "pg-label", text: "Arguments" }),
+        el("pre", { class: "pg-tool-arguments", text: pretty(line.arguments) }),
+        el("div", { class: "pg-label", text: "Result" }),
+        result,
+      );
+      // Tool calls come before the text that uses their results.
+      this.answer.insertBefore(details, this.text);
+      this.tools.set(line.callId, { details, result });
+    }
+
+    on_tool_result(line) {
+      const tool = this.tools.get(line.callId);
+      if (!tool) return;
+      tool.result.textContent = pretty(line.content);
+      tool.details.classList.add(line.isError ? "pg-tool-failed" : "pg-tool-done");
+    }
+
+    on_completed(line) {
+      this.ended = true;
+      this.answer.classList.remove("pg-pending");
+      if (line.guardrail) {
+        const g = line.guardrail;
+        this.answer.classList.add("pg-blocked");
+        this.answer.insertBefore(
+          el("div", {
+            class: "pg-guardrail",
+            text: `Blocked by ${g.name} at the ${g.stage} stage (${g.action}).`,
+          }),
+          this.text,
+        );
+      }
+      this.text.textContent = line.answer;
+      if (line.structured && !line.guardrail) {
+        this.answer.append(
+          el("div", { class: "pg-label", text: "Object" }),
+          el("pre", { class: "pg-structured", text: JSON.stringify(line.structured, null, 2) }),
+        );
+      }
+      if (line.sources && line.sources.length) this.showSources(line.sources);
+      this.footer(line);
+    }
+
+    on_failed(line) {
+      this.ended = true;
+      this.fail(`${line.code}: ${line.message}`);
+      this.footer(line);
+    }
+
+    showSources(sources) {
+      const list = el("ol", { class: "pg-sources" });
+      for (const s of sources) {
+        list.append(
+          el("li", {},
+            el("details", {},
+              el("summary", {},
+                el("span", { class: "pg-source-title", text: s.title || s.docId }),
+                el("span", { class: "pg-score", text: ` score ${Number(s.score).toFixed(3)}` })),
+              el("pre", { class: "pg-source-text", text: s.text }))),
+        );
+      }
+      this.answer.append(el("div", { class: "pg-label", text: "Sources" }), list);
+    }
+
+    footer(line) {
+      const u = line.usage || {};
+      const bits = [
+        this.answeredBy,
+        `${u.input_tokens || 0} in / ${u.output_tokens || 0} out / ${u.total_tokens || 0} tokens`,
+        `${line.latencyMs} ms`,
+      ].filter(Boolean);
+      const meta = el("div", { class: "pg-meta", text: bits.join(" · ") + " · " });
+      const url = settings.runUrl.replace(settings.noRun, this.runId);
+      meta.append(el("a", { href: url, class: "pg-run-link", text: "run" }));
+      this.answer.append(meta);
+    }
+
+    fail(message, detail) {
+      this.ended = true;
+      this.answer.classList.remove("pg-pending");
+      this.answer.classList.add("pg-error");
+      this.answer.append(el("div", { class: "pg-error-text errornote", text: message }));
+      if (detail) markFields(detail);
+    }
+  }
+
+  // ------------------------------------------------------------------ the request
+
+  function errorText(body, status) {
+    const detail = body && body.detail;
+    if (Array.isArray(detail)) {
+      return detail.map((d) => `${(d.loc || []).join(".")}: ${d.msg}`).join("\n");
+    }
+    return detail ? String(detail) : `The server answered ${status}.`;
+  }
+
+  async function send(payload, turn) {
+    setBusy(true);
+    try {
+      const response = await fetch(settings.streamUrl, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+        body: JSON.stringify({ version: versionSelect.value, ...payload }),
+      });
+      if (!response.ok) {
+        let body = null;
+        try {
+          body = await response.json();
+        } catch (_) {
+          // not JSON: the status says enough
+        }
+        turn.fail(errorText(body, response.status), body && body.detail);
+        return;
+      }
+      await readLines(response.body, (line) => turn.handle(line));
+      if (!turn.ended) turn.fail("The stream ended before the answer did.");
+    } catch (error) {
+      turn.fail(`The request failed: ${error.message}`);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function readLines(stream, onLine) {
+    const reader = stream.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      buffer += decoder.decode(value || new Uint8Array(), { stream: !done });
+      let end;
+      while ((end = buffer.indexOf("\n")) >= 0) {
+        const text = buffer.slice(0, end).trim();
+        buffer = buffer.slice(end + 1);
+        if (text) onLine(JSON.parse(text));
+      }
+      if (done) return;
+    }
+  }
+
+  // ------------------------------------------------------------------ chat agents
+
+  if (chatForm) {
+    const box = document.getElementById("playground-message");
+    chatForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const message = box.value.trim();
+      if (!message || busy) return;
+      box.value = "";
+      send({ message, threadId }, new Turn(message));
+    });
+    box.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        chatForm.requestSubmit();
+      }
+    });
+    document.getElementById("playground-new").addEventListener("click", () => {
+      threadId = newThreadId();
+      log.replaceChildren(el("p", { class: "pg-note", text: "New conversation." }));
+      box.focus();
+    });
+    box.focus();
+  }
+
+  // ------------------------------------------------------------------ task agents
+
+  const fields = document.getElementById("playground-fields");
+
+  function currentSchema() {
+    const chosen = versionSelect.value;
+    const versions = settings.versions;
+    const version =
+      chosen === "latest" ? versions[0] : versions.find((v) => String(v.number) === chosen);
+    return (version && version.inputSchema) || { type: "object", properties: {} };
+  }
+
+  function inputFor(name, prop, required) {
+    const id = "pg-input-" + name;
+    const type = Array.isArray(prop.type) ? prop.type.find((t) => t !== "null") : prop.type;
+    let input;
+    if (Array.isArray(prop.enum)) {
+      input = el("select", { id });
+      if (!required) input.append(el("option", { value: "", text: "—" }));
+      for (const option of prop.enum) {
+        input.append(el("option", { value: JSON.stringify(option), text: String(option) }));
+      }
+      if (prop.default !== undefined) input.value = JSON.stringify(prop.default);
+      input.dataset.kind = "enum";
+    } else if (type === "boolean") {
+      input = el("input", { id, type: "checkbox" });
+      input.checked = prop.default === true;
+      input.dataset.kind = "boolean";
+    } else if (type === "integer" || type === "number") {
+      input = el("input", { id, type: "number", step: type === "integer" ? "1" : "any" });
+      if (prop.minimum !== undefined) input.min = prop.minimum;
+      if (prop.maximum !== undefined) input.max = prop.maximum;
+      if (prop.default !== undefined) input.value = prop.default;
+      input.dataset.kind = type;
+    } else if (type === "object" || type === "array") {
+      input = el("textarea", { id, rows: "3", placeholder: type === "array" ? "[ … ]" : "{ … }" });
+      if (prop.default !== undefined) input.value = JSON.stringify(prop.default, null, 2);
+      input.dataset.kind = "json";
+    } else {
+      const long = (prop.maxLength || 0) > 200 || /text|content|body/i.test(name);
+      input = el(long ? "textarea" : "input", long ? { id, rows: "3" } : { id, type: "text" });
+      if (prop.default !== undefined) input.value = prop.default;
+      input.dataset.kind = "string";
+    }
+    input.dataset.name = name;
+    input.classList.add("pg-field-input");
+    const label = el("label", { for: id, class: required ? "required" : "", text: name });
+    const row = el("div", { class: "form-row pg-field", "data-field": name },
+      el("div", {}, label, input));
+    if (prop.description) row.append(el("div", { class: "help", text: prop.description }));
+    row.append(el("ul", { class: "errorlist pg-field-errors" }));
+    return row;
+  }
+
+  function renderTaskForm() {
+    const schema = currentSchema();
+    const required = new Set(schema.required || []);
+    fields.replaceChildren();
+    const props = Object.entries(schema.properties || {});
+    if (!props.length) fields.append(el("p", { class: "help", text: "This version takes no inputs." }));
+    for (const [name, prop] of props) fields.append(inputFor(name, prop || {}, required.has(name)));
+  }
+
+  function readInputs() {
+    const inputs = {};
+    const problems = [];
+    for (const input of fields.querySelectorAll(".pg-field-input")) {
+      const name = input.dataset.name;
+      const kind = input.dataset.kind;
+      if (kind === "boolean") {
+        inputs[name] = input.checked;
+        continue;
+      }
+      const raw = input.value;
+      if (raw === "") continue; // left out: the schema's default or its `required` decides
+      if (kind === "integer" || kind === "number") inputs[name] = Number(raw);
+      else if (kind === "enum") inputs[name] = JSON.parse(raw);
+      else if (kind === "json") {
+        try {
+          inputs[name] = JSON.parse(raw);
+        } catch (error) {
+          problems.push({ loc: ["body", "inputs", name], msg: "not valid JSON" });
+        }
+      } else inputs[name] = raw;
+    }
+    return { inputs, problems };
+  }
+
+  function markFields(detail) {
+    if (!Array.isArray(detail) || !fields) return;
+    for (const item of detail) {
+      const loc = item.loc || [];
+      if (loc[0] !== "body" || loc[1] !== "inputs") continue;
+      const row = fields.querySelector(`[data-field="${CSS.escape(String(loc[2] ?? ""))}"]`);
+      const target = row || fields;
+      const list = target.querySelector(".pg-field-errors") || target;
+      list.append(el("li", { text: item.msg }));
+      if (row) row.classList.add("errors");
+    }
+  }
+
+  function clearFieldErrors() {
+    for (const list of fields.querySelectorAll(".pg-field-errors")) list.replaceChildren();
+    for (const row of fields.querySelectorAll(".pg-field.errors")) row.classList.remove("errors");
+  }
+
+  if (taskForm) {
+    renderTaskForm();
+    versionSelect.addEventListener("change", renderTaskForm);
+    taskForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      if (busy) return;
+      clearFieldErrors();
+      const { inputs, problems } = readInputs();
+      const turn = new Turn(JSON.stringify(inputs));
+      if (problems.length) {
+        turn.fail(problems.map((p) => `${p.loc.join(".")}: ${p.msg}`).join("\n"), problems);
+        return;
+      }
+      send({ inputs }, turn);
+    });
+  }
+})();
