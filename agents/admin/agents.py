@@ -162,7 +162,7 @@ VERSION_HELP = (
 
 
 @admin.register(Agent)
-class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):  # type: ignore[misc]
+class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
     form = AgentAddForm
     list_display = (
         "name",
@@ -177,7 +177,8 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):  # type: 
     list_select_related = ("environment",)
     search_fields = ("name", "display_name", "description")
     inlines = [VersionInline]
-    change_form_template = "admin/agents/agent/change_form.html"
+    # guardian's page (its "Object permissions" link) plus a "Playground" link
+    change_form_template = "admin/agents/agent/change_form.html"  # type: ignore[misc]
 
     def get_urls(self) -> list[URLPattern]:
         page = self.admin_site.admin_view(self.playground_view)

@@ -6,59 +6,128 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.http import urlencode
+from django.utils.safestring import SafeString
 
-from agents.models import Run
+from agents.admin.timeline import timeline
+from agents.models import Run, RunStatus
 from agents.runs.leases import runs_mark_failed
+from agents.selectors import runs_visible
+
+SUMMARY = (
+    "agent_link",
+    "version_link",
+    "caller",
+    "protocol",
+    "status",
+    "started_at",
+    "completed_at",
+    "latency",
+    "tokens_usage",
+    "thread",
+    "error",
+    "lease_until",
+)
 
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
     """Runs are records of what happened: readable, filterable, never edited, except that
-    a run stuck `in_progress` can be closed (its lease shows whether its process lives)."""
+    a run stuck `in_progress` can be closed (its lease shows whether its process lives).
+
+    Like GET /v1/runs (SPEC section 7), a staff user sees its own runs, and every caller's
+    of the agents it holds AUDIT on; superusers see all."""
 
     list_display = [
-        "id",
+        "started_at",
         "agent",
         "version_number",
-        "protocol",
-        "status",
-        "started_at",
-        "latency_ms",
-        "total_tokens",
-    ]
-    list_filter = ["status", "protocol", "agent__environment", "agent", "started_at"]
-    date_hierarchy = "started_at"
-    search_fields = ["id", "thread_id", "response_id", "agent__name"]
-    list_select_related = ["agent", "version"]
-    readonly_fields = [
-        "id",
-        "agent",
-        "version",
         "caller",
         "protocol",
         "status",
-        "response_id",
-        "started_at",
-        "completed_at",
-        "latency_ms",
-        "tokens_usage",
-        "thread_id",
-        "pretty_messages",
-        "pretty_output",
-        "error",
-        "lease_until",
+        "latency",
+        "total_tokens",
     ]
-    exclude = ["messages", "output"]
+    list_display_links = ["started_at"]
+    list_filter = [
+        "status",
+        "protocol",
+        ("agent", admin.RelatedOnlyFieldListFilter),
+        ("caller", admin.RelatedOnlyFieldListFilter),
+        "agent__environment",
+        "started_at",
+    ]
+    date_hierarchy = "started_at"
+    search_fields = ["id", "thread_id", "response_id", "agent__name"]
+    list_select_related = ["agent", "version", "caller"]
+    fieldsets = [
+        (None, {"fields": ("id", *SUMMARY)}),
+        ("Steps", {"fields": ("steps_timeline",)}),
+        ("Turn", {"fields": ("pretty_messages", "pretty_output")}),
+    ]
+    readonly_fields = ["id", *SUMMARY, "steps_timeline", "pretty_messages", "pretty_output"]
     actions = ["mark_failed"]
 
-    @admin.display(description="version")
+    class Media:
+        css = {"all": ["agents/runs.css"]}
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
+        runs = super().get_queryset(request)
+        if request.user.is_superuser:
+            return runs
+        return runs.filter(pk__in=runs_visible(user=request.user).values("pk"))
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        # A run page links to its thread: the runs of one caller with one thread id.
+        return lookup in ("thread_id", "thread_id__exact") or super().lookup_allowed(
+            lookup, value, request
+        )
+
+    @admin.display(description="version", ordering="version__number")
     def version_number(self, run: Run) -> int:
         return run.version.number
+
+    @admin.display(description="latency", ordering="latency_ms")
+    def latency(self, run: Run) -> str:
+        return "-" if run.latency_ms is None else f"{run.latency_ms} ms"
 
     @admin.display(description="tokens")
     def total_tokens(self, run: Run) -> int:
         return int(run.tokens_usage.get("total_tokens", 0))
+
+    @admin.display(description="agent")
+    def agent_link(self, run: Run) -> SafeString:
+        url = reverse("admin:agents_agent_change", args=[run.agent_id])
+        return format_html('<a href="{}">{}</a>', url, run.agent.name)
+
+    @admin.display(description="version")
+    def version_link(self, run: Run) -> SafeString:
+        url = reverse("admin:agents_agentversion_change", args=[run.version_id])
+        return format_html('<a href="{}">v{}</a>', url, run.version.number)
+
+    @admin.display(description="thread")
+    def thread(self, run: Run) -> SafeString | str:
+        if not run.thread_id:
+            return "-"
+        query = {"thread_id": run.thread_id, "caller__id__exact": run.caller_id or ""}
+        url = reverse("admin:agents_run_changelist") + "?" + urlencode(query)
+        turns = Run.objects.filter(
+            agent_id=run.agent_id, caller_id=run.caller_id, thread_id=run.thread_id
+        ).count()
+        return format_html('<a href="{}">{}</a> ({} turns)', url, run.thread_id, turns)
+
+    @admin.display(description="timeline")
+    def steps_timeline(self, run: Run) -> SafeString:
+        bars = timeline(run.steps or [], run.started_at, run.latency_ms)
+        context = {
+            "bars": bars,
+            "span_ms": run.latency_ms,
+            "in_progress": run.status == RunStatus.IN_PROGRESS,
+        }
+        return SafeString(render_to_string("admin/agents/run/timeline.html", context))
 
     @admin.display(description="messages")
     def pretty_messages(self, run: Run) -> str:
@@ -79,6 +148,13 @@ class RunAdmin(admin.ModelAdmin):
 
     def has_close_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("agents.change_run")
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_active and request.user.is_staff
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Every staff user has runs of its own (the playground's); the queryset narrows.
+        return request.user.is_active and request.user.is_staff
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

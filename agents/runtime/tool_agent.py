@@ -126,7 +126,8 @@ async def _run_calls(
         if structured is not None and call.name == structured.name:
             return _structured_feedback(structured, call)
         step = trace.start("tool_call")
-        outcome = await execute(tools.get(call.name), call.name, call.arguments)
+        with trace.within(step):
+            outcome = await execute(tools.get(call.name), call.name, call.arguments)
         said = {"error" if outcome.is_error else "result": cut(outcome.content)}
         status = "failed" if outcome.is_error else "completed"
         step.end(status, name=call.name, arguments=cut(call.arguments), **said)

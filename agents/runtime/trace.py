@@ -4,6 +4,9 @@ in memory beside its events and recorded with the run at its end."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -17,6 +20,12 @@ def cut(text: str, limit: int = MAX_BYTES) -> str:
     if len(data) <= limit:
         return text
     return data[:limit].decode(errors="ignore")
+
+
+# The step whose work is running (a tool call running a nested task agent): steps started
+# inside it name it as their parent. A context variable, so concurrent tool calls of one
+# model step (each in its own task) each see their own.
+_within: ContextVar[Step | None] = ContextVar("trace_within", default=None)
 
 
 @dataclass
@@ -33,11 +42,25 @@ class Trace:
 
     def add(self, step: Step) -> None:
         """A step timed apart, kept only once it proved worth keeping."""
+        step.parent = _within.get()
         self._started.append(step)
+
+    @contextmanager
+    def within(self, step: Step) -> Iterator[None]:
+        """Steps started in this block are `step`'s own (a nested task agent's)."""
+        token = _within.set(step)
+        try:
+            yield
+        finally:
+            _within.reset(token)
 
     @property
     def steps(self) -> list[dict[str, Any]]:
-        return [step.record() for step in self._started]
+        position = {id(step): i for i, step in enumerate(self._started)}
+        return [
+            step.record(position.get(id(step.parent)) if step.parent else None)
+            for step in self._started
+        ]
 
 
 class Step:
@@ -50,6 +73,7 @@ class Step:
         self.started_at = datetime.now(UTC)
         self._start = time.monotonic()
         self._ended: dict[str, Any] | None = None
+        self.parent: Step | None = None
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self._start) * 1000)
@@ -58,11 +82,15 @@ class Step:
         if self._ended is None:
             self._ended = {"latencyMs": self.elapsed_ms(), "status": status, **fields}
 
-    def record(self) -> dict[str, Any]:
+    def record(self, parent: int | None = None) -> dict[str, Any]:
+        """The step as SPEC section 7 lists it; `parent`, the position of the step it ran
+        inside (a nested task agent's steps name their tool call)."""
         ended = self._ended or {"latencyMs": self.elapsed_ms(), "status": "canceled"}
+        nested = {} if parent is None else {"parent": parent}
         return {
             "type": self.kind,
             "startedAt": self.started_at.isoformat().replace("+00:00", "Z"),
             **self.fields,
+            **nested,
             **ended,
         }

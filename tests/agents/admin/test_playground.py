@@ -181,7 +181,11 @@ def test_an_input_guardrail_block_names_the_guardrail_and_stage(
 
 
 def test_a_rag_answer_lists_its_sources_with_their_titles(
-    invoker: Any, make_agent: Any, env: Any, admin_user: Any, django_capture_on_commit_callbacks: Any
+    invoker: Any,
+    make_agent: Any,
+    env: Any,
+    admin_user: Any,
+    django_capture_on_commit_callbacks: Any,
 ) -> None:
     with django_capture_on_commit_callbacks(execute=True):
         document_create(

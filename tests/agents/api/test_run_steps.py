@@ -21,7 +21,7 @@ from tests.agents.api.test_rag import (  # noqa: F401 (corpus: a fixture)
     outputs,
     rag_agent,
 )
-from tests.fakes.server import Call, Turn
+from tests.fakes.server import Call, Fail, Turn
 
 STEP_KEYS = {"type", "startedAt", "latencyMs", "status"}
 MODEL_CALL_KEYS = STEP_KEYS | {"model", "tokensUsage", "timeToFirstTokenMs", "stopReason"}
@@ -196,3 +196,68 @@ def test_the_rag_tool_of_a_tool_agent_is_a_tool_call_around_its_retrieval(
     assert call["name"] == "search_documents"
     assert (retrieval["query"], retrieval["hxqlQuery"]) == ("passwords", only_faq)
     assert [h["id"] for h in retrieval["hits"]] == [n["id"] for n in json.loads(call["result"])]
+
+
+def test_a_nested_task_agent_s_steps_name_the_tool_call_they_ran_in(
+    owner_client: Any, make_agent: Any, backend: Backend, review_task: Any
+) -> None:
+    tool = {
+        "toolType": "task_agent",
+        "name": "rate_review",
+        "description": "Rates the sentiment of a product review",
+        "agentId": str(review_task.pk),
+    }
+    agent = make_agent("ReviewDesk", "tool", config=backend.config(REVIEW_DESK, tools=[tool]))
+    arguments = {"product": "Acme kettle", "review": "Boils fast, very positive"}
+    backend.script(
+        Turn(calls=[Call("rate_review", arguments)]),
+        Turn(calls=[Call("task_output", {"sentiment": "positive"})]),
+        Turn(text=["The review is positive."]),
+    )
+    ask_rating = 'Rate the sentiment of the review of "Acme kettle": "Boils fast, very positive"'
+    answer = invoke(owner_client, agent, "invoke", ask(ask_rating))
+    assert answer.status == 200
+
+    steps = steps_of(owner_client, answer)
+    assert [s["type"] for s in steps] == ["model_call", "tool_call", "model_call", "model_call"]
+    outer, call, nested, last = steps
+    assert call["name"] == "rate_review"
+    assert "sentiment" in json.loads(call["result"])
+    assert nested["parent"] == 1  # the task agent's model call ran inside the tool call
+    assert "parent" not in outer
+    assert "parent" not in call
+    assert "parent" not in last
+    assert call["startedAt"] <= nested["startedAt"]
+    assert nested["latencyMs"] <= call["latencyMs"]
+
+
+def test_a_failed_run_s_steps_end_in_the_step_that_failed(
+    owner_client: Any, make_agent: Any, fake_backend: Backend
+) -> None:
+    config = fake_backend.config(
+        CALCULATOR["config"], inferenceConfig={"maxRetries": 0, "timeout": 5}
+    )
+    agent = make_agent("Calc", "tool", config=config)
+    fake_backend.script(Turn(calls=[Call("multiply", {"a": 3, "b": 5})]), Fail(500))
+    answer = invoke(owner_client, agent, "invoke-stream", ask("What is 3x5?"))
+    assert answer.lines[-1]["type"] == "response.failed"
+
+    steps = steps_of(owner_client, answer)
+    assert [s["type"] for s in steps] == ["model_call", "tool_call", "model_call"]
+    assert [s["status"] for s in steps] == ["completed", "completed", "failed"]
+
+
+@pytest.mark.usefixtures("corpus")
+def test_a_rag_tool_s_retrieval_names_its_tool_call(owner_client: Any, make_agent: Any) -> None:
+    config = {"llmModelId": "local.demo-v1", "tools": [RAG_TOOL]}
+    agent = make_agent("researcher", "tool", config=config)
+    answer = invoke(owner_client, agent, "invoke", ask('Search the documents for "passwords"'))
+
+    steps = steps_of(owner_client, answer)
+    assert [s.get("parent") for s in steps] == [None, None, 1, None]
+
+
+REVIEW_DESK: dict[str, Any] = {
+    "llmModelId": "anthropic.claude-3-haiku-20240307-v1:0",
+    "systemPrompt": "You help shop owners read their reviews.",
+}
