@@ -12,7 +12,7 @@ HOST ?= 127.0.0.1
 run setup: export DEBUG ?= true
 run setup: export LLM_OFFLINE ?= true
 
-.PHONY: run test lint typecheck migrate setup clean-db
+.PHONY: run test lint typecheck migrate setup clean-db editor
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,3 +58,9 @@ typecheck: $(VENV)/.installed-dev
 # process that uses it is still running; processes that died without saying so do not count.
 clean-db:
 	$(BIN)/python -m agentbuilder.embedded_db stop $${VAR_DIR:-var}/pgdata
+
+# Rebuilds the admin's config editor (agents/static/agents/vendor/config-editor.js) from
+# the npm packages pinned in agents/static_src/config-editor. Needs Node.js; the bundle is
+# committed, so nothing else needs Node.
+editor:
+	cd agents/static_src/config-editor && npm ci --no-audit --no-fund && node build.mjs

@@ -58,6 +58,53 @@ PERSON_EXTRACTOR: dict[str, Any] = {
 
 EXAMPLES = [CALCULATOR, PERSON_EXTRACTOR]
 
+DOCUMENT_HELPER: dict[str, Any] = {
+    "name": "document-helper",
+    "description": "Answers questions from the company documents, with its sources",
+    "agentType": "rag",
+    "config": {
+        # The dev set-up runs with LLM_OFFLINE: the local model serves this id.
+        "llmModelId": "amazon.nova-micro-v1:0",
+        "hxqlQuery": "SELECT * FROM SysContent",
+        "limit": 20,
+        "rerankerTopN": 5,
+        "inferenceConfig": {"maxTokens": 1000},
+    },
+}
+
+SUMMARIZER: dict[str, Any] = {
+    "name": "summarizer",
+    "description": "Summarises a text for the audience it is meant for",
+    "agentType": "task",
+    "config": {
+        "llmModelId": "anthropic.claude-3-haiku-20240307-v1:0",
+        "systemPrompt": "Summarise the following text for {{ audience }} in at most "
+        "{{ sentences }} sentences.\n\n{{ text }}",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "description": "The text to summarise"},
+                "audience": {
+                    "type": "string",
+                    "enum": ["customers", "engineers", "executives"],
+                    "default": "customers",
+                },
+                "sentences": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},
+            },
+            "required": ["text"],
+        },
+        "inferenceConfig": {"maxTokens": 1000},
+    },
+}
+
+# What adding an agent in the admin starts from: one working config a pick.
+TEMPLATES: dict[str, tuple[str, dict[str, Any]]] = {
+    "calculator": ("Calculator: a tool agent with a function tool", CALCULATOR),
+    "person-extractor": ("PersonExtractor: structured output", PERSON_EXTRACTOR),
+    "document-helper": ("document-helper: a RAG agent over the documents", DOCUMENT_HELPER),
+    "summarizer": ("summarizer: a task agent with typed inputs", SUMMARIZER),
+}
+
 
 def _function(name: str, description: str) -> dict[str, Any]:
     return {"toolType": "function", "name": name, "description": description, "funcName": name}

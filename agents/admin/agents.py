@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Max, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
@@ -17,7 +17,7 @@ from django.utils.safestring import SafeString
 from guardian.admin import GuardedModelAdmin, ReinforcedGuardedModelAdminMixin
 
 from agents import selectors, services
-from agents.admin.playground import PlaygroundStreamView, playground_page
+from agents.admin.config_editor import ConfigEditorWidget, check_view, schema_view
 from agents.admin.forms import (
     PRE_STYLE,
     ConfigField,
@@ -26,6 +26,8 @@ from agents.admin.forms import (
     form_for_user,
     model_fields,
 )
+from agents.admin.playground import PlaygroundStreamView, playground_page
+from agents.examples import TEMPLATES
 from agents.models import Agent, AgentType, AgentVersion, Environment
 from agents.permissions import Action, agents_with, environments_with, may_flag
 
@@ -51,6 +53,11 @@ class AgentAddForm(AgentFieldsForm):
         super().__init__(*args, **kwargs)
         env_field = cast(forms.ModelChoiceField, self.fields["environment"])
         env_field.queryset = environments_with(self.user, Action.CREATE)
+        # A new agent starts from a working example, not from `null`.
+        _, first = next(iter(TEMPLATES.values()))
+        self.fields["agent_type"].initial = first["agentType"]
+        self.fields["config"].initial = first["config"]
+        self.fields["config"].widget = ConfigEditorWidget(add=True)
 
     def apply(self, data: dict[str, Any]) -> Agent:
         agent, _ = services.agent_create(
@@ -81,6 +88,10 @@ class AgentChangeForm(AgentFieldsForm):
             **(kwargs.get("initial") or {}),
         }
         super().__init__(*args, **kwargs)
+        self.fields["config"].widget = ConfigEditorWidget(
+            environment=instance.environment, agent_type=instance.agent_type
+        )
+        self.unchanged = False
 
     def apply(self, data: dict[str, Any]) -> Agent:
         old = self.instance
@@ -100,6 +111,8 @@ class AgentChangeForm(AgentFieldsForm):
                 version_label=data["version_label"],
                 notes=data["notes"],
             )
+        else:
+            self.unchanged = not changes
         return agent
 
     def _config_changed(self, agent: Agent, config: Any) -> bool:
@@ -154,6 +167,9 @@ class StatusFilter(admin.SimpleListFilter):
         return queryset
 
 
+NOTHING_CHANGED = (
+    "Nothing changed: the config is the same as the latest version's, so no version was made."
+)
 ABOUT = ("environment", "agent_type", "status", "created_at", "created_by", "modified_at")
 VERSION_HELP = (
     "Saving a changed config, or a version label or notes, adds a new version. "
@@ -185,6 +201,16 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
         stream = PlaygroundStreamView.as_view()
         return [
             path("<str:object_id>/playground/", page, name="agents_agent_playground"),
+            path(
+                "config-schema/",
+                self.admin_site.admin_view(schema_view),
+                name="agents_agent_config_schema",
+            ),
+            path(
+                "config-check/",
+                self.admin_site.admin_view(check_view),
+                name="agents_agent_config_check",
+            ),
             path(
                 "<str:object_id>/playground/stream/",
                 stream,
@@ -258,7 +284,16 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
         return agents_with(request.user, action).filter(pk=agent.pk).exists()
 
     def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
-        """Nothing left to do: the form saved through the services while it validated."""
+        """Nothing left to write: the form saved through the services while it validated.
+        A save that changed nothing says so, and made no version."""
+        if getattr(form, "unchanged", False):
+            self.message_user(request, NOTHING_CHANGED, messages.WARNING)
+            obj.admin_unchanged = True  # type: ignore[attr-defined]
+
+    def response_change(self, request: HttpRequest, obj: Agent) -> HttpResponse:
+        if getattr(obj, "admin_unchanged", False):
+            return HttpResponseRedirect(request.path)  # stay, without "changed successfully"
+        return super().response_change(request, obj)
 
     def delete_model(self, request: HttpRequest, obj: Agent) -> None:
         services.agent_delete(user=request.user, agent=obj)

@@ -13,7 +13,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from agents.examples import DEV_EXAMPLES as EXAMPLES
-from agents.management.commands.devsetup import DOCUMENT_HELPER, SAMPLES, SAMPLES_DIR
+from agents.examples import DOCUMENT_HELPER
+from agents.management.commands.devsetup import SAMPLES, SAMPLES_DIR
 from agents.models import Agent, AgentVersion, Environment
 from retrieval.models import Chunk, Document
 from tests.conftest import client_for

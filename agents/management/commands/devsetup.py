@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from agents.examples import DEV_EXAMPLES
+from agents.examples import DEV_EXAMPLES, DOCUMENT_HELPER
 from agents.models import Agent, Environment
 from agents.selectors import DEFAULT_ENVIRONMENT
 from agents.services import agent_create
@@ -37,19 +37,6 @@ SAMPLES = (
     Sample("product-faq.md", "Product FAQ", "faq", {"department": "Support"}),
 )
 
-DOCUMENT_HELPER: dict[str, Any] = {
-    "name": "document-helper",
-    "description": "Answers questions from the company documents, with its sources",
-    "agentType": "rag",
-    "config": {
-        # The dev set-up runs with LLM_OFFLINE: the local model serves this id.
-        "llmModelId": "amazon.nova-micro-v1:0",
-        "hxqlQuery": "SELECT * FROM SysContent",
-        "limit": 20,
-        "rerankerTopN": 5,
-        "inferenceConfig": {"maxTokens": 1000},
-    },
-}
 
 
 class Command(BaseCommand):

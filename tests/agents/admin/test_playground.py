@@ -142,7 +142,7 @@ def test_a_task_agent_runs_on_its_inputs_and_a_bad_input_names_the_field(
     [
         ({}, ["body", "message"]),
         ({"message": "   "}, ["body", "message"]),
-        ({"message": "hi", "version": "v2"}, ["body", "version"]),
+        ({"message": "hi", "version": "not a version!"}, ["body", "version"]),
         ({"message": 3}, ["body", "message"]),
         ({"message": "hi", "extra": 1}, ["body", "extra"]),
     ],

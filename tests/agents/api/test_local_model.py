@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from agents.examples import CALCULATOR
-from agents.management.commands.devsetup import DOCUMENT_HELPER
+from agents.examples import CALCULATOR, DOCUMENT_HELPER
 from agents.models import Agent, Environment
 from retrieval.services import document_create
 from tests.agents.api.conftest import Answer, completed_run, invoke
