@@ -17,6 +17,7 @@ from django.utils.safestring import SafeString
 from guardian.admin import GuardedModelAdmin, ReinforcedGuardedModelAdminMixin
 
 from agents import selectors, services
+from agents.admin.compare import compare_page
 from agents.admin.config_editor import ConfigEditorWidget, check_view, schema_view
 from agents.admin.forms import (
     PRE_STYLE,
@@ -130,7 +131,7 @@ class AgentChangeForm(AgentFieldsForm):
 
 class VersionInline(admin.TabularInline):
     model = AgentVersion
-    fields = ("version", "version_label", "notes", "created_at", "created_by")
+    fields = ("version", "version_label", "notes", "created_at", "created_by", "compare")
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -152,6 +153,14 @@ class VersionInline(admin.TabularInline):
     def version(self, version: AgentVersion) -> SafeString:
         url = reverse("admin:agents_agentversion_change", args=[version.pk])
         return format_html('<a href="{}">v{}</a>', url, version.number)
+
+    @admin.display(description="compare")
+    def compare(self, version: AgentVersion) -> SafeString | str:
+        if version.number == 1:
+            return ""
+        url = reverse("admin:agents_agent_compare", args=[version.agent_id])
+        query = f"?a={version.number - 1}&b={version.number}"
+        return format_html('<a href="{}{}">with v{}</a>', url, query, version.number - 1)
 
 
 class StatusFilter(admin.SimpleListFilter):
@@ -202,6 +211,11 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
         return [
             path("<str:object_id>/playground/", page, name="agents_agent_playground"),
             path(
+                "<str:object_id>/compare/",
+                self.admin_site.admin_view(self.compare_view),
+                name="agents_agent_compare",
+            ),
+            path(
                 "config-schema/",
                 self.admin_site.admin_view(schema_view),
                 name="agents_agent_config_schema",
@@ -222,6 +236,9 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
     def playground_view(self, request: HttpRequest, object_id: str) -> TemplateResponse:
         return playground_page(self.admin_site, request, object_id)
 
+    def compare_view(self, request: HttpRequest, object_id: str) -> TemplateResponse:
+        return compare_page(self.admin_site, request, object_id)
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:
         agents = super().get_queryset(request)
         if not request.user.is_superuser:
@@ -234,7 +251,10 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
     def change_view(
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
     ) -> Any:
-        extra = {**(extra_context or {})}
+        extra = {
+            **(extra_context or {}),
+            "compare_url": reverse("admin:agents_agent_compare", args=[object_id]),
+        }
         agent = self.get_object(request, object_id)
         if agent is not None and getattr(agent, "invocable", False):
             extra["playground_url"] = reverse("admin:agents_agent_playground", args=[agent.pk])
