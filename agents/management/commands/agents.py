@@ -1,0 +1,89 @@
+"""`manage.py agents export` / `agents import`: an environment's agents as YAML files, so
+configs can live in git and move between environments and installations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from agentbuilder.errors import NotFound
+from agents.config_files import ImportFailed, agents_export, agents_import
+from agents.models import Environment
+from agents.selectors import DEFAULT_ENVIRONMENT, environment_resolve
+
+
+class Command(BaseCommand):
+    help = "Export an environment's agents to YAML files (one per agent), or import them."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        actions = parser.add_subparsers(dest="action", required=True, metavar="{export,import}")
+        export = actions.add_parser("export", help="write one <agent name>.yaml per agent")
+        export.add_argument("--out", required=True, type=Path, help="directory to write to")
+        export.add_argument(
+            "--all-versions", action="store_true", help="every version, not only the latest"
+        )
+        load = actions.add_parser(
+            "import",
+            help="create missing agents and add a version where a file differs; all or nothing",
+        )
+        load.add_argument(
+            "paths",
+            nargs="+",
+            type=Path,
+            metavar="DIR_OR_FILE",
+            help="files, or directories of *.yaml",
+        )
+        load.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
+        for sub in (export, load):
+            sub.add_argument("--environment", default=DEFAULT_ENVIRONMENT, help="name or id")
+            sub.add_argument(
+                "--user", help="username to act as (default: the first superuser, by id)"
+            )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        user = _user(options["user"])
+        try:
+            env = environment_resolve(user=user, claim=None, header=options["environment"])
+        except NotFound as exc:
+            raise CommandError(exc.detail) from None
+        if options["action"] == "export":
+            self._export(user, env, options["out"], options["all_versions"])
+        else:
+            self._import(user, env, options["paths"], options["dry_run"])
+
+    def _export(self, user: Any, env: Environment, out: Path, all_versions: bool) -> None:
+        files = agents_export(user=user, environment=env, all_versions=all_versions)
+        out.mkdir(parents=True, exist_ok=True)
+        for file in files:
+            (out / file.file_name).write_text(file.text, encoding="utf-8")
+            versions = "version" if file.versions == 1 else "versions"
+            self.stdout.write(f"{file.file_name} ({file.versions} {versions})")
+            for warning in file.warnings:
+                self.stderr.write(f"{file.file_name}: {warning}")
+        self.stdout.write(f"exported {len(files)} agents of '{env.name}' to {out}")
+
+    def _import(self, user: Any, env: Environment, paths: list[Path], dry_run: bool) -> None:
+        try:
+            changes = agents_import(user=user, environment=env, paths=paths, dry_run=dry_run)
+        except ImportFailed as exc:
+            raise CommandError(f"nothing imported:\n{exc}") from None
+        for change in changes:
+            self.stdout.write(str(change))
+        if dry_run:
+            self.stdout.write(f"dry run into '{env.name}' as {user.username}: nothing was written")
+
+
+def _user(username: str | None) -> Any:
+    users = get_user_model().objects.filter(is_active=True)
+    if username:
+        user = users.filter(username=username).first()
+        if user is None:
+            raise CommandError(f"no active user '{username}'")
+        return user
+    user = users.filter(is_superuser=True).order_by("pk").first()
+    if user is None:
+        raise CommandError("no superuser to act as: create one or name a user with --user")
+    return user
