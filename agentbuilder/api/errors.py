@@ -11,7 +11,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core import exceptions as dj
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from pydantic import BaseModel, Field
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -21,6 +22,7 @@ from agentbuilder.errors import DomainError, ErrorItem, Invalid
 
 BEARER_CHALLENGE = 'Bearer realm="api"'
 FORBIDDEN = "You do not have permission to perform this action."
+ADMIN_PREFIX = "/admin/"  # agentbuilder/urls.py mounts the admin here
 
 
 class ErrorDetailItem(BaseModel):
@@ -105,7 +107,13 @@ def permission_denied(request: HttpRequest, exception: Exception | None = None) 
     return JsonResponse({"detail": FORBIDDEN}, status=403)
 
 
-def not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    # The admin's pages are for people: a page, not the API's JSON (a Http404 raised there,
+    # as the playground does for an agent its user may not invoke, ends here).
+    if request.path.startswith(ADMIN_PREFIX):
+        return defaults.page_not_found(
+            request, exception or Http404(), template_name="admin/404.html"
+        )
     return JsonResponse({"detail": "Not found."}, status=404)
 
 

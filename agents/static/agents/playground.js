@@ -304,7 +304,7 @@
     input.classList.add("pg-field-input");
     const label = el("label", { for: id, class: required ? "required" : "", text: name });
     const row = el("div", { class: "form-row pg-field", "data-field": name },
-      el("div", {}, label, input));
+      el("div", { class: "flex-container" }, label, input));
     if (prop.description) row.append(el("div", { class: "help", text: prop.description }));
     row.append(el("ul", { class: "errorlist pg-field-errors" }));
     return row;
