@@ -67,6 +67,16 @@ def extract_text(data: bytes, media_type: str) -> str:
     return normalize_text(extractor(data))
 
 
+def text_check(data: bytes, media_type: str) -> None:
+    """Raise ExtractionError now for a text that extraction would refuse (an encoding it
+    cannot decode, binary data): cheap, unlike extraction, so an upload form can say so at
+    once. A PDF is read only when it is ingested."""
+    if media_type == HTML:
+        _decode(data, fallback=_meta_charset(data))
+    elif media_type in (PLAIN, MARKDOWN):
+        _decode(data)
+
+
 _LIGATURES = str.maketrans(
     {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"}
 )

@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from agentbuilder.errors import NotFound
-from retrieval.models import Document
+from retrieval.models import Chunk, Document
 
 
 def document_list(*, environment_id: Any, status: str | None = None) -> QuerySet[Document]:
@@ -36,3 +36,12 @@ def document_titles(*, document_ids: list[str]) -> dict[str, str]:
     """The titles of documents a run's sources named, by id (deleted ones left out)."""
     rows = Document.objects.filter(pk__in=set(document_ids)).values_list("pk", "title")
     return {str(pk): title for pk, title in rows}
+
+
+def chunk_list(*, document_id: uuid.UUID) -> QuerySet[Chunk]:
+    """A document's chunks in order, without their embeddings and text-search vectors."""
+    return (
+        Chunk.objects.filter(document_id=document_id)
+        .only("id", "document_id", "position", "text", "token_count", "start", "end")
+        .order_by("position")
+    )

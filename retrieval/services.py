@@ -20,7 +20,13 @@ from agentbuilder.errors import Conflict, DomainError, Invalid
 from retrieval.chunking import Piece, split
 from retrieval.embedders.base import Embedder, EmbeddingError
 from retrieval.embedders.registry import embedder_for
-from retrieval.extract import ExtractionError, UnsupportedMedia, extract_text, media_type_of
+from retrieval.extract import (
+    ExtractionError,
+    UnsupportedMedia,
+    extract_text,
+    media_type_of,
+    text_check,
+)
 from retrieval.models import Chunk, Document, DocumentStatus
 
 logger = logging.getLogger(__name__)
@@ -34,6 +40,10 @@ class UnsupportedMediaType(DomainError):
 
 class TooLarge(DomainError):
     status = 413
+
+
+class Unreadable(DomainError):
+    status = 422
 
 
 def document_embedder() -> Embedder:
@@ -65,12 +75,7 @@ def document_create(
     Raises UnsupportedMediaType (415), TooLarge (413), Invalid, or Conflict (409) when the
     key was used for another upload.
     """
-    if len(data) > settings.DOCUMENT_MAX_BYTES:
-        raise TooLarge(f"Documents are limited to {settings.DOCUMENT_MAX_BYTES} bytes.")
-    try:
-        resolved = media_type_of(source_name or None, media_type)
-    except UnsupportedMedia as exc:
-        raise UnsupportedMediaType(f'Unsupported media type "{exc}".') from None
+    resolved = _admitted(data, media_type, source_name)
     if not title.strip():
         raise Invalid.at(("body", "title"), "must not be empty")
     if idempotency_key:
@@ -101,6 +106,30 @@ def document_create(
     return document
 
 
+def document_check(*, data: bytes, media_type: str | None, source_name: str = "") -> str:
+    """The checks document_create makes of an upload's bytes, and also whether a text is
+    in an encoding ingestion can read: cheap, unlike extraction, so a form can refuse it at
+    once (a PDF is read only when ingested). Returns the media type it will be stored as.
+
+    Raises TooLarge, UnsupportedMediaType, Unreadable.
+    """
+    resolved = _admitted(data, media_type, source_name)
+    try:
+        text_check(data, resolved)
+    except ExtractionError as exc:
+        raise Unreadable(str(exc)) from None
+    return resolved
+
+
+def _admitted(data: bytes, media_type: str | None, source_name: str) -> str:
+    if len(data) > settings.DOCUMENT_MAX_BYTES:
+        raise TooLarge(f"Documents are limited to {settings.DOCUMENT_MAX_BYTES} bytes.")
+    try:
+        return media_type_of(source_name or None, media_type)
+    except UnsupportedMedia as exc:
+        raise UnsupportedMediaType(f'Unsupported media type "{exc}".') from None
+
+
 def _keyed_upload(user: Any, key: str) -> Document | None:
     return Document.objects.filter(created_by=user, idempotency_key=key).first()
 
@@ -127,6 +156,23 @@ def document_reingest(*, document: Document) -> None:
         status=DocumentStatus.PENDING, error="", attempts=0, lease_until=liveness.lease_expiry()
     )
     document_schedule(document_id=document.pk)
+
+
+def document_update(*, document: Document, title: str, doc_type: str, metadata: Any) -> Document:
+    """Change what describes a document; its chunks stay, as HxQL reads these fields from
+    the document. Only these columns are written: a concurrent ingestion's status stands.
+
+    Raises Invalid.
+    """
+    if not title.strip():
+        raise Invalid.at(("body", "title"), "must not be empty")
+    if not isinstance(metadata, dict):
+        raise Invalid.at(("body", "metadata"), "must be a JSON object")
+    Document.objects.filter(pk=document.pk).update(
+        title=title, doc_type=doc_type, metadata=metadata
+    )
+    document.title, document.doc_type, document.metadata = title, doc_type, metadata
+    return document
 
 
 def document_delete(*, document: Document) -> None:

@@ -12,11 +12,17 @@ from django.utils.decorators import sync_and_async_middleware
 
 # Uploads have their own limit; every other route takes API_MAX_BODY_BYTES.
 UPLOAD_PATHS = ("/v1/documents",)
+# The admin's upload form (agents/admin/document_upload.py) sends several files in one body.
+ADMIN_UPLOAD_PATHS = ("/admin/retrieval/document/add",)
+ADMIN_UPLOAD_DOCUMENTS = 4  # of DOCUMENT_MAX_BYTES each, in one body
 
 
 def max_body_bytes(path: str) -> int:
-    if path.rstrip("/") in UPLOAD_PATHS:
+    path = path.rstrip("/")
+    if path in UPLOAD_PATHS:
         return int(settings.DOCUMENT_MAX_BYTES) + 64 * 1024
+    if path in ADMIN_UPLOAD_PATHS:
+        return ADMIN_UPLOAD_DOCUMENTS * int(settings.DOCUMENT_MAX_BYTES) + 64 * 1024
     return int(settings.API_MAX_BODY_BYTES)
 
 

@@ -17,6 +17,7 @@ from retrieval.extract import (
     extract_text,
     media_type_of,
     normalize_text,
+    text_check,
 )
 
 FILES = Path(__file__).parent / "files"
@@ -141,6 +142,37 @@ def test_utf16_with_bom_is_decoded() -> None:
 def test_text_that_is_not_utf8_is_an_extraction_error(data: bytes) -> None:
     with pytest.raises(ExtractionError):
         extract_text(data, PLAIN)
+
+
+@pytest.mark.parametrize(
+    ("data", "media_type"),
+    [
+        (b"caf\xe9 au lait", PLAIN),
+        (b"# caf\xe9", MARKDOWN),
+        (b"<p>caf\xe9</p>", HTML),
+        (b"text\x00\x01", PLAIN),
+    ],
+    ids=["plain", "markdown", "html", "binary"],
+)
+def test_text_check_refuses_what_extraction_would(data: bytes, media_type: str) -> None:
+    with pytest.raises(ExtractionError) as checked:
+        text_check(data, media_type)
+    with pytest.raises(ExtractionError) as extracted:
+        extract_text(data, media_type)
+    assert str(checked.value) == str(extracted.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "media_type"),
+    [
+        ("Grüße".encode("utf-16"), PLAIN),
+        ('<meta charset="iso-8859-1"><p>Crème</p>'.encode("latin-1"), HTML),
+        (b"%PDF-1.7 not really", PDF),  # a PDF is read when it is ingested
+    ],
+    ids=["utf-16-bom", "html-charset", "pdf"],
+)
+def test_text_check_passes_what_it_need_not_extract(data: bytes, media_type: str) -> None:
+    text_check(data, media_type)
 
 
 def test_normalisation_keeps_paragraphs_and_collapses_spaces() -> None:

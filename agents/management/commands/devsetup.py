@@ -38,7 +38,6 @@ SAMPLES = (
 )
 
 
-
 class Command(BaseCommand):
     help = (
         "Create the dev superuser, the default environment, the example agents, the sample "
