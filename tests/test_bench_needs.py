@@ -20,6 +20,7 @@ BENCHMARKS = (
     "protocols_overhead.py",
     "retrieval_search.py",
     "stream_concurrency.py",
+    "trace_cost.py",
 )
 
 
