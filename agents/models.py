@@ -7,6 +7,7 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models.functions import Lower
+from django.utils import timezone
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
 from agentbuilder.fields import OrderedJSONField
@@ -138,6 +139,75 @@ class AgentVersion(models.Model):
     def __str__(self) -> str:
         label = f" ({self.version_label})" if self.version_label else ""
         return f"{self.agent.name} v{self.number}{label}"
+
+
+# Alias names (SPEC section 7). `latest` names the newest version and `history` the route
+# of an agent's alias changes, so neither can name an alias; both ignore case, as names do.
+ALIAS_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,49}$"
+RESERVED_ALIASES = ("latest", "history")
+
+
+class VersionAlias(models.Model):
+    """A named pointer (`prod`, `staging`) to a version of an agent. Names ignore case: `Prod`
+    and `prod` are one alias, spelled as it was first set."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="aliases")
+    name = models.CharField(max_length=50)
+    version = models.ForeignKey(AgentVersion, on_delete=models.CASCADE, related_name="aliases")
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["agent", "name"]
+        verbose_name_plural = "version aliases"
+        constraints = [
+            models.UniqueConstraint(Lower("name"), "agent", name="alias_name_ci_unique_per_agent"),
+            models.CheckConstraint(
+                condition=models.Q(name__regex=ALIAS_PATTERN), name="alias_name_format"
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(name__iregex=rf"^({'|'.join(RESERVED_ALIASES)})$"),
+                name="alias_name_not_reserved",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} → v{self.version.number}"
+
+
+class AliasChange(models.Model):
+    """One change of an alias, kept for good: set (no `from_version`), moved, or deleted (no
+    `to_version`). A database trigger (migration 0011) refuses to rewrite a row."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="alias_changes")
+    name = models.CharField(max_length=50)
+    from_version = models.ForeignKey(
+        AgentVersion, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    to_version = models.ForeignKey(
+        AgentVersion, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    changed_at = models.DateTimeField(default=timezone.now)
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-changed_at", "-id"]
+        indexes = [models.Index(fields=["agent", "-changed_at"], name="alias_change_agent_recent")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(from_version__isnull=False) | models.Q(to_version__isnull=False),
+                name="alias_change_names_a_version",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        before = f"v{self.from_version.number}" if self.from_version else "—"
+        after = f"v{self.to_version.number}" if self.to_version else "—"
+        return f"{self.name}: {before} → {after}"
 
 
 class Provider(models.TextChoices):

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
 from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Lower
 
 from agentbuilder.errors import Invalid, NotFound, PermissionDenied
-from agents.models import Agent, AgentVersion, Environment, LLMModel, Run
+from agents.models import (
+    ALIAS_PATTERN,
+    RESERVED_ALIASES,
+    Agent,
+    AgentVersion,
+    AliasChange,
+    Environment,
+    LLMModel,
+    Run,
+    VersionAlias,
+)
 from agents.permissions import Action, agents_with, environments_visible, may, may_flag
 
 DEFAULT_ENVIRONMENT = "default"
+ALIAS_RULE = "1 to 50 characters: letters, digits, '-' and '_', starting with a letter"
 
 
 def environment_resolve(*, user: Any, claim: str | None, header: str | None) -> Environment:
@@ -123,37 +136,82 @@ def _visible_one(user: Any, action: Action, environment: Environment, match: Q, 
     return agent
 
 
-def version_ref_parse(ref: str) -> uuid.UUID | int | None:
-    """`latest` (None), a version number or a version uuid; raises Invalid otherwise."""
+def alias_name_problem(name: str) -> str | None:
+    """Why `name` cannot name an alias, or None when it can."""
+    if not re.fullmatch(ALIAS_PATTERN, name):
+        return ALIAS_RULE
+    if name.lower() in RESERVED_ALIASES:
+        return f"'{name.lower()}' is reserved"
+    if _is_uuid(name):
+        return "must not be a version id (a uuid)"
+    return None
+
+
+def _is_uuid(ref: str) -> bool:
+    try:
+        uuid.UUID(ref)
+    except ValueError:
+        return False
+    return True
+
+
+def version_ref_parse(ref: str) -> uuid.UUID | int | str | None:
+    """`latest` (None), a version number, a version uuid, or an alias name (returned as
+    given); raises Invalid otherwise."""
     if ref == "latest":
         return None
     if ref.isascii() and ref.isdigit():
         number = int(ref)
         if 1 <= number <= 2**31 - 1:
             return number
-    else:
-        try:
-            return uuid.UUID(ref)
-        except ValueError:
-            pass
+    elif _is_uuid(ref):
+        return uuid.UUID(ref)
+    elif alias_name_problem(ref) is None:
+        return ref
     raise Invalid.at(
-        ("path", "versionId"), "must be 'latest', a version number (1, 2, …) or a version id"
+        ("path", "versionId"),
+        "must be 'latest', a version number (1, 2, …), a version id or an alias name",
     )
 
 
 def version_get(*, agent: Agent, ref: str) -> AgentVersion:
-    """A version of `agent` by `latest`, number or uuid; raises NotFound or Invalid."""
+    """A version of `agent` by `latest`, number, uuid or alias; raises NotFound or
+    Invalid."""
     parsed = version_ref_parse(ref)
     versions = agent.versions.select_related("created_by")
+    what = "Version"
     if parsed is None:
         version = versions.order_by("-number").first()
     elif isinstance(parsed, int):
         version = versions.filter(number=parsed).first()
+    elif isinstance(parsed, str):
+        version = versions.filter(aliases__agent=agent, aliases__name__iexact=parsed).first()
+        what = "Alias"
     else:
         version = versions.filter(pk=parsed).first()
     if version is None:
-        raise NotFound(f"Version '{ref}' of agent '{agent.name}' not found.")
+        raise NotFound(f"{what} '{ref}' of agent '{agent.name}' not found.")
     return version
+
+
+def alias_list(*, agent: Agent) -> QuerySet[VersionAlias]:
+    """The aliases of `agent` with the versions they point at, by name."""
+    return (
+        agent.aliases.select_related("version", "updated_by")
+        .defer("version__config")
+        .order_by(Lower("name"), "id")
+    )
+
+
+def alias_history(*, agent: Agent, name: str | None = None) -> QuerySet[AliasChange]:
+    """Every change of the aliases of `agent` (of alias `name`, ignoring case), newest
+    first."""
+    changes = agent.alias_changes.select_related("from_version", "to_version", "changed_by")
+    if name:
+        changes = changes.filter(name__iexact=name)
+    return changes.defer("from_version__config", "to_version__config").order_by(
+        "-changed_at", "-id"
+    )
 
 
 def version_get_by_label(*, agent: Agent, label: str | None) -> AgentVersion:

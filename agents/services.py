@@ -19,6 +19,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from agentbuilder.errors import Conflict, ErrorItem, Invalid, NotFound, PermissionDenied
+from agents import selectors
 from agents.configs import (
     AgentConfig,
     FunctionTool,
@@ -36,10 +37,12 @@ from agents.models import (
     Agent,
     AgentType,
     AgentVersion,
+    AliasChange,
     APIClient,
     Environment,
     LLMModel,
     McpServer,
+    VersionAlias,
 )
 from agents.permissions import Action, agents_with, grant, require_on_environment
 from agents.runtime.tools.functions import function_names
@@ -260,6 +263,16 @@ def agent_delete(*, user: Any, agent: Agent) -> None:
     )
 
 
+def _locked(agent: Agent) -> Agent:
+    # Writes to an agent's versions and aliases hold its row: concurrent calls take turns,
+    # so versions are numbered without gaps and each alias change records the version the
+    # previous one left.
+    locked = Agent.objects.select_for_update().get(pk=agent.pk)
+    if locked.deleted_at is not None:
+        raise NotFound(f"Agent '{agent.pk}' not found.")
+    return locked
+
+
 @transaction.atomic
 def version_add(
     *,
@@ -274,9 +287,7 @@ def version_add(
 
     The agent row is locked first, so concurrent calls are numbered 1, 2, 3 … without gaps.
     """
-    locked = Agent.objects.select_for_update().get(pk=agent.pk)
-    if locked.deleted_at is not None:
-        raise NotFound(f"Agent '{agent.pk}' not found.")
+    locked = _locked(agent)
     latest = locked.versions.order_by("-number").first()
     if config is None:
         if latest is None:  # pragma: no cover - every agent is created with version 1
@@ -309,6 +320,72 @@ def version_add(
         raise
     Agent.objects.filter(pk=locked.pk).update(modified_at=timezone.now(), modified_by=user)
     return version
+
+
+# ---------------------------------------------------------------- aliases
+
+
+def _alias_name(name: str, loc: Loc) -> None:
+    problem = selectors.alias_name_problem(name)
+    if problem:
+        raise Invalid.at(loc, problem)
+
+
+@transaction.atomic
+def alias_set(
+    *,
+    user: Any,
+    agent: Agent,
+    name: str,
+    version_number: int,
+    name_loc: Loc = ("path", "name"),
+    version_loc: Loc = ("body", "version"),
+) -> VersionAlias:
+    """Point alias `name` of `agent` at its version `version_number`, creating or moving
+    it, and record the change (none when it already points there). Raises Invalid (the
+    name at `name_loc`, an unknown version at `version_loc`) or NotFound."""
+    _alias_name(name, name_loc)
+    locked = _locked(agent)
+    version = locked.versions.filter(number=version_number).defer("config").first()
+    if version is None:
+        raise Invalid.at(version_loc, f"agent '{locked.name}' has no version {version_number}")
+    aliases = locked.aliases.select_related("version").defer("version__config")
+    alias = aliases.filter(name__iexact=name).first()
+    before = alias.version if alias else None
+    if alias is not None and before == version:
+        return alias
+    now = timezone.now()
+    if alias is None:
+        alias = VersionAlias(agent=locked, name=name)
+    alias.version, alias.updated_at, alias.updated_by = version, now, user
+    alias.save()
+    AliasChange.objects.create(
+        agent=locked,
+        name=alias.name,
+        from_version=before,
+        to_version=version,
+        changed_at=now,
+        changed_by=user,
+    )
+    return alias
+
+
+@transaction.atomic
+def alias_delete(*, user: Any, agent: Agent, name: str, name_loc: Loc = ("path", "name")) -> None:
+    """Delete alias `name` of `agent` and record it. Raises Invalid or NotFound."""
+    _alias_name(name, name_loc)
+    locked = _locked(agent)
+    alias = locked.aliases.filter(name__iexact=name).first()
+    if alias is None:
+        raise NotFound(f"Alias '{name}' of agent '{locked.name}' not found.")
+    alias.delete()
+    AliasChange.objects.create(
+        agent=locked,
+        name=alias.name,
+        from_version_id=alias.version_id,
+        to_version=None,
+        changed_by=user,
+    )
 
 
 # ---------------------------------------------------------------- API clients and tokens

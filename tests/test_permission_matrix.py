@@ -21,8 +21,9 @@ import pytest
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
-from agents.models import Agent, AgentVersion, Environment
+from agents.models import Agent, AgentVersion, Environment, VersionAlias
 from agents.permissions import Action, grant
+from agents.services import alias_set
 from agents.tokens import token_encode
 from tests.conftest import client_for
 from tests.factories import CALCULATOR_CONFIG, UserFactory
@@ -130,10 +131,34 @@ def check_batch(world: World, response: Any, ok: bool, visible: set[str]) -> Non
     assert missing == dict.fromkeys(requested - set(found), 404)
 
 
+def check_aliases(world: World, response: Any, ok: bool, visible: set[str]) -> None:
+    if ok:
+        assert [a["name"] for a in response.json()["aliases"]] == ["prod"]
+
+
+def check_alias_set(world: World, response: Any, ok: bool, visible: set[str]) -> None:
+    canary = VersionAlias.objects.filter(agent=world.calc, name="canary").first()
+    if ok:
+        assert response.json()["versionId"] == str(world.v1.pk)
+        assert canary is not None
+        assert canary.updated_by == world.caller
+    else:
+        assert canary is None
+
+
+def check_alias_delete(world: World, response: Any, ok: bool, visible: set[str]) -> None:
+    assert VersionAlias.objects.filter(agent=world.calc, name="prod").exists() is not ok
+
+
+def check_alias_history(world: World, response: Any, ok: bool, visible: set[str]) -> None:
+    if ok:
+        assert [c["toVersion"] for c in response.json()["changes"]] == [1]
+
+
 @dataclass(frozen=True)
 class Route:
     label: str
-    method: Literal["get", "post", "patch", "delete"]
+    method: Literal["get", "post", "put", "patch", "delete"]
     path: str
     needs: Action
     # agent: acts on `calc`; environment: acts on the request's environment;
@@ -205,6 +230,35 @@ ROUTES = [
         "agent",
         200,
         check_version,
+    ),
+    Route("GET aliases", "get", "/v1/agents/{agent}/aliases", READ, "agent", 200, check_aliases),
+    Route(
+        "PUT alias",
+        "put",
+        "/v1/agents/{agent}/aliases/canary",
+        EDIT,
+        "agent",
+        200,
+        check_alias_set,
+        lambda w: {"version": 1},
+    ),
+    Route(
+        "DELETE alias",
+        "delete",
+        "/v1/agents/{agent}/aliases/prod",
+        EDIT,
+        "agent",
+        204,
+        check_alias_delete,
+    ),
+    Route(
+        "GET alias history",
+        "get",
+        "/v1/agents/{agent}/aliases/history",
+        READ,
+        "agent",
+        200,
+        check_alias_history,
     ),
     Route(
         "POST lookup",
@@ -304,6 +358,7 @@ def signed_in(api: APIClient, user: Any) -> APIClient:
 @pytest.fixture
 def world(env: Environment, other_env: Environment, make_agent: Any) -> World:
     calc = make_agent("calc")
+    alias_set(user=calc.created_by, agent=calc, name="prod", version_number=1)
     caller = UserFactory(username="caller")
     group = Group.objects.create(name="team")
     caller.groups.add(group)

@@ -30,6 +30,7 @@ from schemathesis import Case
 
 from agents.mcp.servers import mcp_server_create
 from agents.models import Agent
+from agents.services import alias_set
 from agents.tokens import token_encode
 from retrieval.services import document_create, document_ingest
 from tests.agents.mcp.test_mcp import serve
@@ -58,6 +59,7 @@ schema = schemathesis.openapi.from_wsgi(
 )
 
 EXAMPLES: Counter[str] = Counter()
+ALIAS = "prod"
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,8 @@ class World:
             "threadId": self.thread_id,
             "serverId": self.doomed_server_id if deleting else self.server_id,
             "model": self.tool.name,
+            # An alias of the tool and RAG agents: the first DELETE deletes it.
+            "name": ALIAS,
         }
         generated = case.path_parameters or {}
         return {name: values.get(name, value) for name, value in generated.items()}
@@ -164,6 +168,8 @@ def world(
     tool = Agent.objects.get(name="calc")
     rag, task = make_agent("docs", "rag"), make_agent("summary", "task")
     victim = make_agent("victim")
+    for aliased in (tool, rag):
+        alias_set(user=owner, agent=aliased, name=ALIAS, version_number=1)
     documents = [
         document_create(
             environment_id=env.pk,

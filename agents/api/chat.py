@@ -2,7 +2,8 @@
 
 `POST /v1/agents/{agentId}/versions/{versionId}/chat/completions` runs that version;
 `POST /v1/chat/completions` runs the agent that `model` names in the caller's environment
-(`calculator`, `calculator@3`; names ignore case; no version means the latest).
+(`calculator`, `calculator@3`, `calculator@prod`; names ignore case; no version means the
+latest).
 
 Both answer as OpenAI does, so its SDKs work unmodified: a `chat.completion`, or SSE chunks
 when `stream` is true (agents.protocols.chat_completions, over agents.api.streaming), and
@@ -139,7 +140,7 @@ class _ChatCompletionsBase(OpenAIAnswers, AsyncAPIView, ApiView):
             except Invalid:
                 raise Invalid.at(
                     ("body", "model"),
-                    "the version after '@' must be a number, 'latest' or a version id",
+                    "the version after '@' must be a number, 'latest', an alias or a version id",
                 ) from None
             agent = selectors.agent_get_by_name(
                 user=user, environment=environment, name=name, action=Action.INVOKE

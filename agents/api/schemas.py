@@ -11,7 +11,16 @@ from pydantic import Field, SkipValidation
 from agentbuilder.api.pagination import PageQuery, Pagination
 from agentbuilder.wire import CamelModel, OutputModel
 from agents.configs import RagAgentConfig, TaskAgentConfig, ToolAgentConfig
-from agents.models import NAME_PATTERN, Agent, AgentVersion, Environment, LLMModel, Run
+from agents.models import (
+    NAME_PATTERN,
+    Agent,
+    AgentVersion,
+    AliasChange,
+    Environment,
+    LLMModel,
+    Run,
+    VersionAlias,
+)
 
 # Documented as the union of the three config models; validated by the service once the
 # agent type is known, so errors point at the fields of that type's config.
@@ -65,6 +74,14 @@ class AgentLookup(CamelModel):
 
 class BatchGet(CamelModel):
     agent_ids: list[str] = Field(min_length=1, max_length=100)
+
+
+class AliasSet(CamelModel):
+    version: int = Field(ge=1, le=2**31 - 1, description="The number of the version to point at.")
+
+
+class AliasHistoryQuery(PageQuery):
+    name: str | None = Field(None, max_length=50, description="One alias's changes (any case).")
 
 
 class AgentListQuery(PageQuery):
@@ -228,6 +245,51 @@ class ModelOut(OutputModel):
 
 class ModelList(OutputModel):
     models: list[ModelOut]
+    pagination: Pagination
+
+
+class AliasOut(OutputModel):
+    name: str
+    version: int
+    version_id: UUID
+    updated_at: datetime
+    updated_by: str | None
+
+    @classmethod
+    def of(cls, alias: VersionAlias) -> AliasOut:
+        return cls(
+            name=alias.name,
+            version=alias.version.number,
+            version_id=alias.version_id,
+            updated_at=alias.updated_at,
+            updated_by=_username(alias.updated_by),
+        )
+
+
+class AliasList(OutputModel):
+    aliases: list[AliasOut]
+
+
+class AliasChangeOut(OutputModel):
+    name: str
+    from_version: int | None = Field(description="null when the change created the alias.")
+    to_version: int | None = Field(description="null when the change deleted the alias.")
+    changed_at: datetime
+    changed_by: str | None
+
+    @classmethod
+    def of(cls, change: AliasChange) -> AliasChangeOut:
+        return cls(
+            name=change.name,
+            from_version=change.from_version.number if change.from_version else None,
+            to_version=change.to_version.number if change.to_version else None,
+            changed_at=change.changed_at,
+            changed_by=_username(change.changed_by),
+        )
+
+
+class AliasHistory(OutputModel):
+    changes: list[AliasChangeOut]
     pagination: Pagination
 
 

@@ -2,6 +2,7 @@ from django.urls import path
 
 from agents.api import (
     agents,
+    aliases,
     auth,
     catalogs,
     chat,
@@ -42,6 +43,17 @@ urlpatterns = [
         "agents/<str:agentId>/versions/<str:versionId>",
         versions.VersionDetailView.as_view(),
         name="version-detail",
+    ),
+    path("agents/<str:agentId>/aliases", aliases.AliasListView.as_view(), name="alias-list"),
+    path(
+        "agents/<str:agentId>/aliases/history",
+        aliases.AliasHistoryView.as_view(),
+        name="alias-history",
+    ),
+    path(
+        "agents/<str:agentId>/aliases/<str:name>",
+        aliases.AliasDetailView.as_view(),
+        name="alias-detail",
     ),
     # protocol routes (respond, chat completions, process): one path(...) line each below
     path(

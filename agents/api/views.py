@@ -21,7 +21,10 @@ from agents.permissions import Action
 
 AGENT_ID = OpenApiParameter("agentId", str, OpenApiParameter.PATH, description="Agent uuid.")
 VERSION_ID = OpenApiParameter(
-    "versionId", str, OpenApiParameter.PATH, description="`latest`, a version number or uuid."
+    "versionId",
+    str,
+    OpenApiParameter.PATH,
+    description="`latest`, a version number, a version uuid or an alias (`prod`).",
 )
 ENVIRONMENT = OpenApiParameter(
     "X-Environment",

@@ -417,7 +417,7 @@ def test_bad_agent_id_is_400(world: World, route: Route, agent_id: str) -> None:
     world.assert_unchanged()
 
 
-@pytest.mark.parametrize("version", ["999", "2147483647", "a-random-uuid"])
+@pytest.mark.parametrize("version", ["999", "2147483647", "a-random-uuid", "no-such-alias"])
 def test_unknown_version_is_404(world: World, version: str) -> None:
     if version == "a-random-uuid":
         version = str(uuid.uuid4())
@@ -426,7 +426,8 @@ def test_unknown_version_is_404(world: World, version: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "version", ["0", "-1", "abc", "1.5", "9" * 40, "2147483648", "LATEST", "1e3", "0x1", "%20"]
+    "version",
+    ["0", "-1", "2x", "1.5", "9" * 40, "2147483648", "LATEST", "history", "1e3", "0x1", "%20"],
 )
 def test_bad_version_ref_is_400(world: World, version: str) -> None:
     url = VERSION_ROUTE.url(world.agent.pk, version)

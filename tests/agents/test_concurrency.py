@@ -3,6 +3,7 @@ on its own thread and its own database connection."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
-from agents.models import Agent, AgentVersion
+from agents.models import Agent, AgentVersion, AliasChange, VersionAlias
 from tests.conftest import client_for
 from tests.factories import CALCULATOR_CONFIG
 
@@ -20,6 +21,7 @@ pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 VERSIONS_ADDED = 8
 CREATE_ROUNDS = 5
+ALIAS_PUTS = 8
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -127,3 +129,38 @@ def test_soft_deleted_name_can_be_created_again_even_by_parallel_requests(owner:
     assert client.get(f"/v1/agents/{winner['id']}").status_code == 200
     assert Agent.objects.filter(name__iexact="calc", deleted_at__isnull=True).count() == 1
     assert Agent.objects.filter(name__iexact="calc").count() == 2
+
+
+def test_parallel_puts_of_one_alias_all_succeed_and_the_history_is_one_chain(owner: Any) -> None:
+    client = client_for(owner)
+    agent_id = client.post(
+        "/v1/agents", {"name": "calc", "agentType": "tool", "config": CALCULATOR_CONFIG}, "json"
+    ).json()["id"]
+    for _ in range(2):
+        client.post(f"/v1/agents/{agent_id}/versions", {}, format="json")
+    # Alternating targets: each PUT after the first moves the alias, whichever order they run.
+    targets = [1 + i % 3 for i in range(ALIAS_PUTS)]
+    clients = [client_for(owner) for _ in targets]
+
+    responses = run_together(
+        [
+            lambda c=c, n=n: c.put(
+                f"/v1/agents/{agent_id}/aliases/prod", {"version": n}, format="json"
+            )
+            for c, n in zip(clients, targets, strict=True)
+        ]
+    )
+
+    assert not [r for r in responses if isinstance(r, Exception)], responses
+    assert [r.status_code for r in responses] == [200] * ALIAS_PUTS, [r.json() for r in responses]
+    alias = VersionAlias.objects.get(agent_id=agent_id)
+    changes = list(
+        AliasChange.objects.filter(agent_id=agent_id)
+        .order_by("changed_at", "id")
+        .values_list("from_version__number", "to_version__number")
+    )
+    # Each change starts where the one before it left the alias, and the last one is where it
+    # points now: no PUT read a version another had already replaced.
+    assert changes[0][0] is None
+    assert all(prev[1] == nxt[0] for prev, nxt in itertools.pairwise(changes))
+    assert changes[-1][1] == alias.version.number

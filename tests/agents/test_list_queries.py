@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from agents.models import Agent, Environment, McpServer, Run
 from agents.permissions import Action, grant
+from agents.services import alias_set, version_add
 from retrieval.models import Document
 from tests.factories import EnvironmentFactory
 
@@ -115,4 +116,25 @@ def test_document_list_reads_a_page_in_constant_queries(
         "documents",
         add,
         django_assert_max_num_queries,
+    )
+
+
+@pytest.mark.parametrize(("path", "key"), [("aliases", "aliases"), ("aliases/history", "changes")])
+def test_aliases_and_their_history_read_in_constant_queries(
+    path: str,
+    key: str,
+    owner: Any,
+    make_agent: Callable[..., Agent],
+    owner_client: APIClient,
+    django_assert_max_num_queries: Any,
+) -> None:
+    agent = make_agent("calc")
+    for _ in range(2):
+        version_add(user=owner, agent=agent, config=None)
+
+    def add(i: int) -> None:
+        alias_set(user=owner, agent=agent, name=f"alias-{i}", version_number=1 + i % 3)
+
+    assert_constant(
+        owner_client, f"/v1/agents/{agent.pk}/{path}", key, add, django_assert_max_num_queries
     )

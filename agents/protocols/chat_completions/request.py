@@ -242,7 +242,8 @@ MODEL_PATTERN = re.compile(r"(?P<name>[^@\s]+)(?:@(?P<version>[^@\s]+))?")
 
 def model_reference(model: str | None) -> tuple[str, str]:
     """(agent name, version ref) of `model` on the model-naming route: `calculator`,
-    `calculator@3`, `calculator@latest` or `calculator@<version uuid>`."""
+    `calculator@3`, `calculator@latest`, `calculator@<alias>` or `calculator@<version
+    uuid>`."""
     if not model or not model.strip():
         raise Invalid.at(("body", "model"), "name the agent to run: 'name' or 'name@3'", "missing")
     match = MODEL_PATTERN.fullmatch(model.strip())

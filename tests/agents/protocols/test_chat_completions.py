@@ -388,10 +388,11 @@ def test_model_names_the_agent_of_the_callers_environment(
     assert unknown.value.status_code == 404
     assert unknown.value.code == "model_not_found"
     assert unknown.value.type == "invalid_request_error"
-    with pytest.raises(openai.NotFoundError):
-        client.chat.completions.create(model="calculator@2", messages=ASK)
+    for missing in ("calculator@2", "calculator@no-such-alias"):
+        with pytest.raises(openai.NotFoundError):
+            client.chat.completions.create(model=missing, messages=ASK)
     with pytest.raises(openai.BadRequestError) as bad:
-        client.chat.completions.create(model="calculator@two", messages=ASK)
+        client.chat.completions.create(model="calculator@2x", messages=ASK)
     assert bad.value.param == "model"
 
 

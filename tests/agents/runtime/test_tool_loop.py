@@ -248,8 +248,9 @@ def test_task_inputs_get_defaults_and_non_strings_render_as_json():
 def test_task_inputs_list_every_violation_with_its_path():
     with pytest.raises(TaskInputError) as caught:
         prepare_inputs(config_parse("task", TASK), {"days": "many", "prefs": []})
-    # who missing (reported at the object), days not an integer, prefs not an object
-    assert sorted(path for path, _ in caught.value.problems) == [(), ("days",), ("prefs",)]
+    # who missing (reported at itself), days not an integer, prefs not an object
+    paths = sorted(path for path, _ in caught.value.problems)
+    assert paths == [("days",), ("prefs",), ("who",)]
 
 
 def test_structured_arguments_text_is_kept_verbatim():
