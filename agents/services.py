@@ -371,6 +371,35 @@ def alias_set(
 
 
 @transaction.atomic
+@transaction.atomic
+def alias_roll_back(
+    *, user: Any, agent: Agent, name: str, name_loc: Loc = ("path", "name")
+) -> VersionAlias:
+    """Point alias `name` back at the version it pointed at before its last change, and
+    record that as a change of its own. Raises NotFound, or Invalid when the alias has no
+    earlier version (it was just created)."""
+    _alias_name(name, name_loc)
+    locked = _locked(agent)
+    alias = locked.aliases.filter(name__iexact=name).first()
+    if alias is None:
+        raise NotFound(f"Alias '{name}' of agent '{locked.name}' not found.")
+    last = (
+        locked.alias_changes.filter(name__iexact=name, to_version_id=alias.version_id)
+        .select_related("from_version")
+        .order_by("-changed_at", "-id")
+        .first()
+    )
+    if last is None or last.from_version is None:
+        raise Invalid.at(name_loc, f"alias '{alias.name}' has no earlier version to go back to")
+    return alias_set(
+        user=user,
+        agent=locked,
+        name=alias.name,
+        version_number=last.from_version.number,
+        name_loc=name_loc,
+    )
+
+
 def alias_delete(*, user: Any, agent: Agent, name: str, name_loc: Loc = ("path", "name")) -> None:
     """Delete alias `name` of `agent` and record it. Raises Invalid or NotFound."""
     _alias_name(name, name_loc)

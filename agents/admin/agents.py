@@ -17,6 +17,7 @@ from django.utils.safestring import SafeString
 from guardian.admin import GuardedModelAdmin, ReinforcedGuardedModelAdminMixin
 
 from agents import selectors, services
+from agents.admin.aliases import aliases_page
 from agents.admin.compare import compare_page
 from agents.admin.config_editor import ConfigEditorWidget, check_view, schema_view
 from agents.admin.forms import (
@@ -131,7 +132,15 @@ class AgentChangeForm(AgentFieldsForm):
 
 class VersionInline(admin.TabularInline):
     model = AgentVersion
-    fields = ("version", "version_label", "notes", "created_at", "created_by", "compare")
+    fields = (
+        "version",
+        "version_label",
+        "notes",
+        "created_at",
+        "created_by",
+        "compare",
+        "promote",
+    )
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -153,6 +162,11 @@ class VersionInline(admin.TabularInline):
     def version(self, version: AgentVersion) -> SafeString:
         url = reverse("admin:agents_agentversion_change", args=[version.pk])
         return format_html('<a href="{}">v{}</a>', url, version.number)
+
+    @admin.display(description="promote")
+    def promote(self, version: AgentVersion) -> SafeString:
+        url = reverse("admin:agents_agent_aliases", args=[version.agent_id])
+        return format_html('<a href="{}?version={}">Promote to…</a>', url, version.number)
 
     @admin.display(description="compare")
     def compare(self, version: AgentVersion) -> SafeString | str:
@@ -211,6 +225,11 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
         return [
             path("<str:object_id>/playground/", page, name="agents_agent_playground"),
             path(
+                "<str:object_id>/aliases/",
+                self.admin_site.admin_view(self.aliases_view),
+                name="agents_agent_aliases",
+            ),
+            path(
                 "<str:object_id>/compare/",
                 self.admin_site.admin_view(self.compare_view),
                 name="agents_agent_compare",
@@ -236,6 +255,9 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
     def playground_view(self, request: HttpRequest, object_id: str) -> TemplateResponse:
         return playground_page(self.admin_site, request, object_id)
 
+    def aliases_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return aliases_page(self.admin_site, request, object_id)
+
     def compare_view(self, request: HttpRequest, object_id: str) -> TemplateResponse:
         return compare_page(self.admin_site, request, object_id)
 
@@ -254,6 +276,7 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
         extra = {
             **(extra_context or {}),
             "compare_url": reverse("admin:agents_agent_compare", args=[object_id]),
+            "aliases_url": reverse("admin:agents_agent_aliases", args=[object_id]),
         }
         agent = self.get_object(request, object_id)
         if agent is not None and getattr(agent, "invocable", False):

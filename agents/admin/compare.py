@@ -41,6 +41,9 @@ def compare_page(site: AdminSite, request: HttpRequest, object_id: str) -> Templ
         "original": agent,
         "agent": agent,
         "versions": versions,
+        "aliases": [
+            {"name": a.name, "number": a.version.number} for a in selectors.alias_list(agent=agent)
+        ],
         "a_ref": a_ref,
         "b_ref": b_ref,
         "errors": [e for e in (a_error, b_error) if e],

@@ -55,6 +55,10 @@ def playground_page(site: AdminSite, request: HttpRequest, object_id: str) -> Te
         "settings": {
             "agentType": agent.agent_type,
             "versions": _versions(agent),
+            "aliases": [
+                {"name": a.name, "number": a.version.number}
+                for a in selectors.alias_list(agent=agent)
+            ],
             "streamUrl": reverse("admin:agents_agent_playground_stream", args=[agent.pk]),
             "runUrl": reverse("admin:agents_run_change", args=[NO_RUN]),
             "noRun": NO_RUN,

@@ -261,8 +261,9 @@
   const fields = document.getElementById("playground-fields");
 
   function currentSchema() {
-    const chosen = versionSelect.value;
     const versions = settings.versions;
+    const alias = settings.aliases.find((a) => a.name === versionSelect.value);
+    const chosen = alias ? String(alias.number) : versionSelect.value;
     const version =
       chosen === "latest" ? versions[0] : versions.find((v) => String(v.number) === chosen);
     return (version && version.inputSchema) || { type: "object", properties: {} };

@@ -281,3 +281,18 @@ def test_a_post_without_the_csrf_token_is_refused(invoker: Any, calculator: Agen
     assert refused.status_code == 403
     assert "CSRF" in refused.json()["detail"]
     assert not Run.objects.exists()
+
+
+def test_an_alias_picks_the_version_and_the_page_offers_it(
+    invoker: Any, calculator: Agent, admin_user: Any
+) -> None:
+    from agents import services
+
+    services.version_add(user=admin_user, agent=calculator, config=None, notes="v2")
+    services.alias_set(user=admin_user, agent=calculator, name="prod", version_number=1)
+    client = browser(invoker)
+
+    assert b'<option value="prod">prod (v1)</option>' in client.get(page_url(calculator)).content
+    got = lines(turn(client, calculator, message="What is 3x5?", version="prod"))
+    assert got[0]["answeredBy"] == "Calculator@1"
+    assert Run.objects.get(pk=got[0]["runId"]).version.number == 1
