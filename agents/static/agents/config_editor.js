@@ -4,7 +4,8 @@
 // saving would report them. The textarea stays the form's field: the editor writes to it.
 "use strict";
 
-(function () {
+// The admin puts a widget's scripts in the page's head, before the form: start after it.
+document.addEventListener("DOMContentLoaded", () => {
   const E = window.AgentEditor;
   const settingsNode = document.getElementById("config-editor-settings");
   if (!E || !settingsNode) return; // the plain textarea still works
@@ -17,6 +18,7 @@
   const templateSelect = document.getElementById("config-editor-template");
   const csrf = (document.querySelector("[name=csrfmiddlewaretoken]") || {}).value || "";
   let applied = null; // the text of the template last put in, while it is left untouched
+  let recheck = false; // what the text is checked against changed: the linter is told so
 
   function agentType() {
     return settings.agentType || (typeSelect && typeSelect.value) || "";
@@ -124,8 +126,9 @@
     extensions: [
       E.basicSetup,
       E.json(),
+      E.syntaxHighlighting(E.classHighlighter),
       E.linter(E.jsonParseLinter(), { delay: 300 }),
-      E.linter(serverCheck, { delay: 600 }),
+      E.linter(serverCheck, { delay: 600, needsRefresh: () => recheck }),
       E.lintGutter(),
       E.jsonLanguage.data.of({ autocomplete: E.jsonCompletion() }),
       E.hoverTooltip(E.jsonSchemaHover()),
@@ -149,6 +152,12 @@
     const query = new URLSearchParams({ environment: environment(), agentType: agentType() });
     const response = await fetch(`${settings.schemaUrl}?${query}`, { credentials: "same-origin" });
     if (response.ok) E.updateSchema(view, await response.json());
+    // forceLinting only hurries a check already due, as after typing; for the same text in
+    // another environment or type, one is made due first (an empty update, seen by
+    // needsRefresh).
+    recheck = true;
+    view.dispatch({});
+    recheck = false;
     E.forceLinting(view);
   }
 
@@ -181,4 +190,4 @@
   }
   if (environmentSelect) environmentSelect.addEventListener("change", loadSchema);
   loadSchema();
-})();
+});

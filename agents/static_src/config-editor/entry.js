@@ -13,4 +13,7 @@ export {
   stateExtensions,
   updateSchema,
 } from "codemirror-json-schema";
-export { syntaxTree } from "@codemirror/language";
+export { syntaxHighlighting, syntaxTree } from "@codemirror/language";
+// Tokens as stable classes (tok-string, tok-number …), coloured by config_editor.css in the
+// admin's light or dark mode; CodeMirror's default highlighting has light colours only.
+export { classHighlighter } from "@lezer/highlight";
