@@ -288,3 +288,41 @@ def test_the_editor_follows_the_admin_s_dark_mode(
     assert page.find(".cm-editor").value_of_css_property("background-color") == dark["background"]
     theme(page, "light", system="dark")
     assert page.find(".cm-editor").value_of_css_property("background-color") == light["background"]
+
+
+@BROWSER
+def test_a_version_is_promoted_and_rolled_back_from_the_history(
+    page: Page, admin_user: Any, make_agent: Any
+) -> None:
+    agent = make_agent("Calculator", "tool", config=CALCULATOR["config"])
+    for prompt in ("Be terse.", "Be kind."):
+        services.version_add(
+            user=admin_user, agent=agent, config={**CALCULATOR["config"], "systemPrompt": prompt}
+        )
+    page.login(admin_user)
+    page.open(change_page(agent))
+
+    # v2's "Promote to…" in the version history, then name the alias.
+    page.find("#versions-group a[href$='?version=2']").click()
+    page.wait_for("#promote-form")
+    assert Select(page.find("#id_version")).first_selected_option.get_attribute("value") == "2"
+    page.find("#id_name").send_keys("prod")
+    page.find("#promote-go").click()
+    page.wait_for("tr[data-alias=prod] .alias-version", text="v2")
+
+    # Promote v3 with the form, then roll back: prod runs v2 again.
+    Select(page.find("#id_version")).select_by_value("3")
+    page.find("#id_name").send_keys("prod")
+    page.find("#promote-go").click()
+    page.wait_for("tr[data-alias=prod] .alias-version", text="v3")
+    page.find("tr[data-alias=prod] .alias-rollback").click()
+    page.wait_for("tr[data-alias=prod] .alias-version", text="v2")
+
+    history = [row.text for row in page.find_all("#alias-history tbody tr")]
+    assert [re.findall(r"\((?:new)\)|v\d", row) for row in history] == [
+        ["v3", "v2"],
+        ["v2", "v3"],
+        ["(new)", "v2"],
+    ]
+    alias = agent.aliases.get(name="prod")
+    assert alias.version.number == 2
