@@ -117,7 +117,8 @@ class RunAdmin(admin.ModelAdmin):
         turns = Run.objects.filter(
             agent_id=run.agent_id, caller_id=run.caller_id, thread_id=run.thread_id
         ).count()
-        return format_html('<a href="{}">{}</a> ({} turns)', url, run.thread_id, turns)
+        said = "1 turn" if turns == 1 else f"{turns} turns"
+        return format_html('<a href="{}">{}</a> ({})', url, run.thread_id, said)
 
     @admin.display(description="timeline")
     def steps_timeline(self, run: Run) -> SafeString:
