@@ -12,9 +12,13 @@ one query per check and a few hundred microseconds of Python, where guardian's g
 
 from __future__ import annotations
 
+import functools
 from enum import StrEnum
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.db import connection
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 from guardian.shortcuts import assign_perm
 
@@ -135,3 +139,58 @@ def environments_visible(user: Any) -> QuerySet[Environment]:
 def grant(holder: Any, action: Action, target: Agent | Environment) -> None:
     """Give a user or a group `action` on an agent or on every agent of an environment."""
     assign_perm(str(action), holder, target)
+
+
+# ---------------------------------------------------------------- the invoke path
+
+
+def agent_with_held(user: Any, agent_id: Any) -> Agent | None:
+    """The live agent `agent_id` with `held`, the set of Action codenames `user` holds on
+    it or its environment (directly or through a group), from one statement written once.
+
+    The invoke path's check. The ORM's form of these eight EXISTS (`may`, `may_flag`)
+    costs ~10 ms of Python to build and compile on every call, most of an invocation's
+    CPU; this is the same read of the same grant tables, every call, without that."""
+    params = {"agent": agent_id, "user": user.pk}
+    agent = next(iter(Agent.objects.raw(_held_sql(), params)), None)
+    if agent is None:
+        return None
+    agent.held = set(Action) if user.is_superuser else set(agent.held)  # type: ignore[attr-defined]
+    return agent
+
+
+@functools.cache
+def _held_sql() -> str:
+    user_groups = get_user_model().groups.through._meta.db_table
+    tables = {
+        "agent": Agent._meta.db_table,
+        "permission": Permission._meta.db_table,
+        "agent_user": AgentUserObjectPermission._meta.db_table,
+        "agent_group": AgentGroupObjectPermission._meta.db_table,
+        "env_user": EnvironmentUserObjectPermission._meta.db_table,
+        "env_group": EnvironmentGroupObjectPermission._meta.db_table,
+        "user_groups": user_groups,
+    }
+    t = {name: connection.ops.quote_name(table) for name, table in tables.items()}
+    # Table names from the models' metadata; every value is a parameter.
+    return f"""
+        SELECT a.*, ARRAY(
+            SELECT p.codename FROM {t["permission"]} p WHERE p.id IN (
+                SELECT x.permission_id FROM {t["agent_user"]} x
+                 WHERE x.content_object_id = a.id AND x.user_id = %(user)s
+                UNION ALL
+                SELECT x.permission_id FROM {t["agent_group"]} x
+                  JOIN {t["user_groups"]} ug ON ug.group_id = x.group_id
+                 WHERE x.content_object_id = a.id AND ug.user_id = %(user)s
+                UNION ALL
+                SELECT x.permission_id FROM {t["env_user"]} x
+                 WHERE x.content_object_id = a.environment_id AND x.user_id = %(user)s
+                UNION ALL
+                SELECT x.permission_id FROM {t["env_group"]} x
+                  JOIN {t["user_groups"]} ug ON ug.group_id = x.group_id
+                 WHERE x.content_object_id = a.environment_id AND ug.user_id = %(user)s
+            )
+        ) AS held
+        FROM {t["agent"]} a
+        WHERE a.id = %(agent)s AND a.deleted_at IS NULL
+    """  # noqa: S608

@@ -21,7 +21,14 @@ from agents.models import (
     Run,
     VersionAlias,
 )
-from agents.permissions import Action, agents_with, environments_visible, may, may_flag
+from agents.permissions import (
+    Action,
+    agent_with_held,
+    agents_with,
+    environments_visible,
+    may,
+    may_flag,
+)
 
 DEFAULT_ENVIRONMENT = "default"
 ALIAS_RULE = "1 to 50 characters: letters, digits, '-' and '_', starting with a letter"
@@ -93,6 +100,23 @@ def agent_get(
     """One live agent of `environment`. Raises NotFound if the caller cannot READ it and
     PermissionDenied if it can READ it but not perform `action`."""
     return _visible_one(user, action, environment, Q(pk=agent_id), f"Agent '{agent_id}'")
+
+
+def agent_get_to_invoke(*, user: Any, environment: Environment, agent_id: uuid.UUID) -> Agent:
+    """`agent_get(action=INVOKE)` for the invoke routes, from one precompiled statement:
+    NotFound unless the caller may READ or INVOKE the live agent in `environment`,
+    PermissionDenied if it may READ it but not INVOKE it (SPEC section 7)."""
+    agent = agent_with_held(user, agent_id)
+    held: set[str] = getattr(agent, "held", set())
+    if agent is None or agent.environment_id != environment.pk or not held & SEEN_TO_INVOKE:
+        raise NotFound(f"Agent '{agent_id}' not found.")
+    if Action.INVOKE not in held:
+        raise PermissionDenied(f"You do not have {Action.INVOKE.name} permission on this agent.")
+    agent.environment = environment  # the caller's, already read: no query for it
+    return agent
+
+
+SEEN_TO_INVOKE = {Action.READ, Action.INVOKE}
 
 
 def agent_get_invocable(*, user: Any, agent_id: uuid.UUID) -> Agent:

@@ -23,6 +23,8 @@ def guardrail_list(*, environment_id: Any) -> QuerySet[Guardrail]:
 
 def unknown_guardrail_names(*, names: list[str], environment_id: Any) -> list[str]:
     """The names among `names` that no usable guardrail has, in their given order."""
+    if not names:  # most calls: building the query would cost more than the answer
+        return []
     known = set(
         guardrail_list(environment_id=environment_id)
         .filter(name__in=names)
@@ -34,6 +36,8 @@ def unknown_guardrail_names(*, names: list[str], environment_id: Any) -> list[st
 def guardrail_rules(*, names: list[str], environment_id: Any) -> list[Rule]:
     """The rules behind `names`, in the given order, from one query; raises LookupError
     naming the first that is unknown or disabled."""
+    if not names:
+        return []
     rows = {g.name: g for g in guardrail_list(environment_id=environment_id).filter(name__in=names)}
     rules = []
     for name in dict.fromkeys(names):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from functools import cached_property
+from inspect import iscoroutinefunction
 from typing import Any, TypeVar
 
+from adrf.views import APIView as AsyncAPIView
+from django.utils.functional import cached_property
 from pydantic import BaseModel
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -43,6 +45,8 @@ class ApiView(APIView):
             check_text(value, ("query", key))
         return parse(model, params, "query")
 
+    # Django's cached_property: functools' holds one lock for the whole process while it
+    # computes (Python 3.11), so concurrent requests queued on each other's queries.
     @cached_property
     def environment(self) -> Any:
         # Imported here: the project package stays free of app imports at module load.
@@ -61,3 +65,15 @@ class ApiView(APIView):
 
 def render(model: BaseModel, status: int = 200) -> Response:
     return Response(model.model_dump(mode="json", by_alias=True), status=status)
+
+
+class AsyncApiView(AsyncAPIView, ApiView):
+    """ApiView for `async def` handlers (adrf)."""
+
+    def check_throttles(self, request: Request) -> None:
+        # adrf hops to the event loop and back to check async throttles even when there
+        # are none (all of ours are sync): a thread hop on every request, for nothing.
+        if any(iscoroutinefunction(t.allow_request) for t in self.get_throttles()):
+            super().check_throttles(request)
+        else:
+            APIView.check_throttles(self, request)

@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
-from adrf.views import APIView as AsyncAPIView
 from django.contrib.admin import AdminSite
 from django.http import Http404, HttpRequest, StreamingHttpResponse
 from django.template.response import TemplateResponse
@@ -23,7 +22,7 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 
 from agentbuilder.api.paths import path_uuid
-from agentbuilder.api.views import ApiView
+from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid, NotFound
 from agents import selectors
@@ -89,7 +88,7 @@ def _versions(agent: Agent) -> list[dict[str, Any]]:
     ]
 
 
-class PlaygroundStreamView(AsyncAPIView, ApiView):
+class PlaygroundStreamView(AsyncApiView):
     """POST a turn, get NDJSON (agents.protocols.playground). Session and CSRF, like every
     admin form; staff only, like the admin; INVOKE on the agent, like the invoke routes."""
 

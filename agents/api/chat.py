@@ -18,7 +18,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from adrf.views import APIView as AsyncAPIView
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from pydantic import BaseModel
@@ -27,7 +26,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentbuilder.api.errors import exception_handler
-from agentbuilder.api.views import ApiView
+from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid
 from agents import selectors
@@ -107,7 +106,7 @@ class OpenAIAnswers:
         return openai_exception_handler
 
 
-class _ChatCompletionsBase(OpenAIAnswers, AsyncAPIView, ApiView):
+class _ChatCompletionsBase(OpenAIAnswers, AsyncApiView):
     route = "/chat/completions"
     upstream = True
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from adrf.views import APIView as AsyncAPIView
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentbuilder.api.views import ApiView
+from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agents.api.streaming import collected_events, run_headers, streamed
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
@@ -29,7 +28,7 @@ from agents.runs.start import Invocation, invocation_start
 from agents.runtime.events import ResponseFailed
 
 
-class _InvokeBase(AsyncAPIView, ApiView):
+class _InvokeBase(AsyncApiView):
     upstream = True
     protocol = "native"
     route = "/invoke or /invoke-stream"

@@ -12,7 +12,6 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from adrf.views import APIView as AsyncAPIView
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from pydantic import Field
@@ -21,7 +20,7 @@ from rest_framework.response import Response
 
 from agentbuilder.api.pagination import PageQuery, Pagination, paginate
 from agentbuilder.api.paths import path_uuid
-from agentbuilder.api.views import ApiView, render
+from agentbuilder.api.views import ApiView, AsyncApiView, render
 from agentbuilder.db import in_db
 from agentbuilder.wire import CamelModel, OutputModel
 from agents.api.views import ENVIRONMENT, PAGE
@@ -206,7 +205,7 @@ class McpServerDetailView(ApiView):
         return render(DeletedMcpServer(server_id=server_id))
 
 
-class McpServerToolsView(AsyncAPIView, ApiView):
+class McpServerToolsView(AsyncApiView):
     upstream = True
 
     @extend_schema(

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from adrf.views import APIView as AsyncAPIView
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from pydantic import BaseModel
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentbuilder.api.views import ApiView, render
+from agentbuilder.api.views import AsyncApiView, render
 from agentbuilder.db import in_db
 from agentbuilder.errors import NotFound
 from agents import selectors
@@ -46,7 +45,7 @@ class OpenAIModelList(BaseModel):
     data: list[OpenAIModel]
 
 
-class OpenAIModelListView(OpenAIAnswers, AsyncAPIView, ApiView):
+class OpenAIModelListView(OpenAIAnswers, AsyncApiView):
     @extend_schema(
         operation_id="openai_models_list",
         parameters=[ENVIRONMENT],
@@ -64,7 +63,7 @@ class OpenAIModelListView(OpenAIAnswers, AsyncAPIView, ApiView):
         return render(OpenAIModelList(data=[OpenAIModel.of(a) for a in agents]))
 
 
-class OpenAIModelDetailView(OpenAIAnswers, AsyncAPIView, ApiView):
+class OpenAIModelDetailView(OpenAIAnswers, AsyncApiView):
     not_found_code = "model_not_found"
 
     @extend_schema(

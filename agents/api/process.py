@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from adrf.views import APIView as AsyncAPIView
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentbuilder.api.views import ApiView
+from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agents.api.streaming import collected_events, run_headers, streamed
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
@@ -37,7 +36,7 @@ from agents.runtime.events import ResponseFailed
 PROTOCOL = "process"
 
 
-class ProcessView(AsyncAPIView, ApiView):
+class ProcessView(AsyncApiView):
     upstream = True
     error_schema = AgentResponse  # a response with `status: failed` and its `error`
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from adrf.views import APIView as AsyncAPIView
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentbuilder.api.views import ApiView
+from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agents.api.streaming import collected_events, run_headers
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
@@ -25,7 +24,7 @@ from agents.runs.request import CHAT_TYPES, RunRequest
 from agents.runs.start import Invocation, invocation_start
 
 
-class RespondView(AsyncAPIView, ApiView):
+class RespondView(AsyncApiView):
     upstream = True
 
     @extend_schema(

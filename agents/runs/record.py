@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from agents.models import Run, RunStatus
@@ -12,6 +14,8 @@ from agents.runs.start import Invocation
 from agents.runtime.events import Event, ResponseCompleted, ResponseFailed
 from agents.runtime.trace import Trace
 from agents.runtime.transcript import Transcript
+
+LATENCY_SINCE_START = "GREATEST(0, FLOOR(EXTRACT(EPOCH FROM (%s - started_at)) * 1000))::int"
 
 
 class RunRecorder:
@@ -61,14 +65,16 @@ class RunRecorder:
         elif self.status == RunStatus.IN_PROGRESS:  # ended without a final event
             self.broke()
         try:
-            run = Run.objects.only("messages", "started_at").get(pk=self.invocation.run_id)
+            # One statement: the turn's messages are appended to what the row holds and
+            # the latency is counted from its start, both by the database.
             now = timezone.now()
+            appended = json.dumps(self.transcript.messages, ensure_ascii=False)
             Run.objects.filter(pk=self.invocation.run_id).update(
                 status=self.status,
                 completed_at=now,
-                latency_ms=int((now - run.started_at).total_seconds() * 1000),
+                latency_ms=RawSQL(LATENCY_SINCE_START, (now,)),  # noqa: S611 - constant SQL
                 tokens_usage=self.usage,
-                messages=[*run.messages, *self.transcript.messages],
+                messages=RawSQL("messages || %s::jsonb", (appended,)),
                 output=self.output,
                 error=self.error,
                 steps=self.trace.steps,

@@ -21,7 +21,6 @@ from agents.configs import TaskAgentConfig
 from agents.llm.base import Message
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Agent, AgentVersion, Environment, LLMModel, Run, RunStatus
-from agents.permissions import Action
 from agents.runs import leases
 from agents.runs.request import RunRequest
 from agents.runs.spec import agent_spec, retrievers, with_max_iterations, with_request_servers
@@ -65,11 +64,8 @@ def invocation_start(request: RunRequest) -> Invocation:
     Raises NotFound or PermissionDenied before any run exists; after that, DomainError
     (wrong agent type) or Invalid, carrying `run_id`, with the run left `failed`.
     """
-    agent = selectors.agent_get(
-        user=request.user,
-        environment=request.environment,
-        agent_id=request.agent_id,
-        action=Action.INVOKE,
+    agent = selectors.agent_get_to_invoke(
+        user=request.user, environment=request.environment, agent_id=request.agent_id
     )
     version = selectors.version_get(agent=agent, ref=request.version_ref)
     history = thread_history(agent=agent, caller=request.user, thread_id=request.thread_id)
