@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from typing import Any
 
+from django.db import connection
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Lower
 
@@ -216,6 +218,35 @@ def version_get(*, agent: Agent, ref: str) -> AgentVersion:
     if version is None:
         raise NotFound(f"{what} '{ref}' of agent '{agent.name}' not found.")
     return version
+
+
+def version_to_run(*, agent: Agent, ref: str) -> AgentVersion:
+    """`version_get` for the invoke path, from one of four statements written once (the
+    ORM's form cost more Python than the rest of the lookup); raises NotFound or Invalid."""
+    parsed = version_ref_parse(ref)
+    kind = "latest" if parsed is None else type(parsed).__name__
+    params: list[Any] = [agent.pk] if parsed is None else [agent.pk, parsed]
+    version = next(iter(AgentVersion.objects.raw(_version_sql(kind), params)), None)
+    if version is None:
+        what = "Alias" if isinstance(parsed, str) else "Version"
+        raise NotFound(f"{what} '{ref}' of agent '{agent.name}' not found.")
+    return version
+
+
+@functools.cache
+def _version_sql(kind: str) -> str:
+    quote = connection.ops.quote_name
+    versions = quote(AgentVersion._meta.db_table)
+    aliases = quote(VersionAlias._meta.db_table)
+    # Table names from the models' metadata; every value is a parameter.
+    where = {
+        "latest": "v.agent_id = %s ORDER BY v.number DESC",
+        "int": "v.agent_id = %s AND v.number = %s",
+        "UUID": "v.agent_id = %s AND v.id = %s",
+        "str": f"v.id = (SELECT a.version_id FROM {aliases} a"  # noqa: S608
+        " WHERE a.agent_id = %s AND lower(a.name) = lower(%s))",
+    }[kind]
+    return f"SELECT v.* FROM {versions} v WHERE {where} LIMIT 1"  # noqa: S608
 
 
 def alias_list(*, agent: Agent) -> QuerySet[VersionAlias]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from inspect import iscoroutinefunction
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from adrf.views import APIView as AsyncAPIView
 from django.utils.functional import cached_property
@@ -14,9 +15,12 @@ from rest_framework.views import APIView
 
 from agentbuilder.api.errors import ErrorBody
 from agentbuilder.api.parsers import check_text
+from agentbuilder.db import in_db
 from agentbuilder.wire import parse
 
 M = TypeVar("M", bound=BaseModel)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class ApiView(APIView):
@@ -68,7 +72,43 @@ def render(model: BaseModel, status: int = 200) -> Response:
 
 
 class AsyncApiView(AsyncAPIView, ApiView):
-    """ApiView for `async def` handlers (adrf)."""
+    """ApiView for `async def` handlers (adrf).
+
+    A view with `checks_in_first_hop` runs DRF's checks (authentication, permissions,
+    throttles) in its handler's first database hop, `self.checked(fn)`, instead of in a
+    thread hop of their own before the handler: one hop fewer on every call. Its handler
+    must start with that hop; an answer it gives without it is refused as a bug."""
+
+    checks_in_first_hop = False
+    _checks_ran = False
+
+    async def async_dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        method = request.method.lower()
+        handler = getattr(self, method, None) if method in self.http_method_names else None
+        if not (self.checks_in_first_hop and iscoroutinefunction(handler)):
+            return await super().async_dispatch(request, *args, **kwargs)
+        assert handler is not None
+        self.args, self.kwargs = args, kwargs
+        self.request = self.initialize_request(request, *args, **kwargs)
+        self.headers = self.default_response_headers
+        try:
+            response = await handler(self.request, *args, **kwargs)
+            if not self._checks_ran:
+                raise RuntimeError(f"{type(self).__name__} answered before its checks ran")
+        except Exception as exc:
+            response = self.handle_exception(exc)
+        self.response = self.finalize_response(self.request, response, *args, **kwargs)
+        return self.response
+
+    def checked(self, fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+        """`fn` in a database hop (`in_db`), after DRF's checks in the same hop."""
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            self.initial(self.request, *self.args, **self.kwargs)
+            self._checks_ran = True
+            return fn(*args, **kwargs)
+
+        return in_db(call)
 
     def check_throttles(self, request: Request) -> None:
         # adrf hops to the event loop and back to check async throttles even when there

@@ -16,7 +16,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentbuilder.api.views import AsyncApiView
-from agentbuilder.db import in_db
 from agents.api.streaming import collected_events, run_headers, streamed
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.protocols.native.encoder import InvokeResponse, NdjsonEncoder, response_body
@@ -34,9 +33,10 @@ class _InvokeBase(AsyncApiView):
     route = "/invoke or /invoke-stream"
     agent_types: tuple[str, ...] = CHAT_TYPES
     stream = False
+    checks_in_first_hop = True
 
     async def start(self, agent_id: str, version_id: str) -> Invocation:
-        return await in_db(self._start)(agent_id, version_id)
+        return await self.checked(self._start)(agent_id, version_id)
 
     def _start(self, agent_id: str, version_ref: str) -> Invocation:
         if self.agent_types == TASK_TYPES:

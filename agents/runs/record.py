@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
-from django.db.models.expressions import RawSQL
+from django.db import connection
 from django.utils import timezone
 
 from agents.models import Run, RunStatus
@@ -15,7 +16,32 @@ from agents.runtime.events import Event, ResponseCompleted, ResponseFailed
 from agents.runtime.trace import Trace
 from agents.runtime.transcript import Transcript
 
-LATENCY_SINCE_START = "GREATEST(0, FLOOR(EXTRACT(EPOCH FROM (%s - started_at)) * 1000))::int"
+
+def _json(value: Any) -> str | None:
+    # None stays SQL NULL, as the model's JSONFields store it.
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+@functools.cache
+def _end_sql() -> str:
+    """The run's end in one statement written once: the turn's messages appended to what
+    the row holds, the latency counted from its start, both by the database."""
+    column = {f.name: connection.ops.quote_name(str(f.column)) for f in Run._meta.concrete_fields}
+    # Table and column names from the model's metadata; every value is a parameter.
+    return f"""
+        UPDATE {connection.ops.quote_name(Run._meta.db_table)} SET
+            {column["status"]} = %(status)s,
+            {column["completed_at"]} = %(now)s,
+            {column["latency_ms"]} =
+                GREATEST(0, FLOOR(EXTRACT(EPOCH FROM (%(now)s - {column["started_at"]})) * 1000)),
+            {column["tokens_usage"]} = %(usage)s::jsonb,
+            {column["messages"]} = {column["messages"]} || %(messages)s::jsonb,
+            {column["output"]} = %(output)s::jsonb,
+            {column["error"]} = %(error)s::jsonb,
+            {column["steps"]} = %(steps)s::jsonb,
+            {column["lease_until"]} = NULL
+        WHERE {column["id"]} = %(id)s
+    """  # noqa: S608
 
 
 class RunRecorder:
@@ -65,21 +91,21 @@ class RunRecorder:
         elif self.status == RunStatus.IN_PROGRESS:  # ended without a final event
             self.broke()
         try:
-            # One statement: the turn's messages are appended to what the row holds and
-            # the latency is counted from its start, both by the database.
             now = timezone.now()
-            appended = json.dumps(self.transcript.messages, ensure_ascii=False)
-            Run.objects.filter(pk=self.invocation.run_id).update(
-                status=self.status,
-                completed_at=now,
-                latency_ms=RawSQL(LATENCY_SINCE_START, (now,)),  # noqa: S611 - constant SQL
-                tokens_usage=self.usage,
-                messages=RawSQL("messages || %s::jsonb", (appended,)),
-                output=self.output,
-                error=self.error,
-                steps=self.trace.steps,
-                lease_until=None,
-            )
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    _end_sql(),
+                    {
+                        "id": self.invocation.run_id,
+                        "status": self.status,
+                        "now": now,
+                        "usage": _json(self.usage),
+                        "messages": _json(self.transcript.messages),
+                        "output": _json(self.output),
+                        "error": _json(self.error),
+                        "steps": _json(self.trace.steps),
+                    },
+                )
         finally:
             # Written or not: a run this process failed to write is left to its lease.
             leases.run_ended(self.invocation.run_id)

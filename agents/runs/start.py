@@ -67,7 +67,7 @@ def invocation_start(request: RunRequest) -> Invocation:
     agent = selectors.agent_get_to_invoke(
         user=request.user, environment=request.environment, agent_id=request.agent_id
     )
-    version = selectors.version_get(agent=agent, ref=request.version_ref)
+    version = selectors.version_to_run(agent=agent, ref=request.version_ref)
     history = thread_history(agent=agent, caller=request.user, thread_id=request.thread_id)
     response_id = new_response_id()
     run = Run.objects.create(
