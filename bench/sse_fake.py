@@ -11,7 +11,8 @@ PROSE, one word a delta (with its leading space, as a model's tokens come).
     python bench/sse_fake.py [--deltas 50] [--pause 0.04] [--prose] [--record]
 
 prints `port <n>` once listening, serves until SIGTERM, and answers `GET /stats` with the
-number of calls and the peak of streams open at once. With `--record` it keeps, for every
+number of calls and the peak of streams open at once (`GET /stats/reset`: the same, then
+the peak starts again from the streams open now). With `--record` it keeps, for every
 call in the order they came, the `time.monotonic()` at which it wrote each event (the role
 chunk, the deltas, the finish chunk, the usage chunk, `[DONE]`), and answers them to
 `GET /calls`: on one machine that clock is the same in every process.
@@ -129,8 +130,10 @@ class Fake:
     async def answer(
         self, writer: asyncio.StreamWriter, method: str, target: str, raw: bytes
     ) -> None:
-        if method == "GET" and target == "/stats":
+        if method == "GET" and target in ("/stats", "/stats/reset"):
             _send_json(writer, 200, {"calls": self.calls, "peakStreams": self.peak})
+            if target == "/stats/reset":
+                self.peak = self.open
             return
         if method == "GET" and target == "/calls":
             _send_json(writer, 200, {"calls": self.sent})

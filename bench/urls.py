@@ -1,14 +1,27 @@
-"""The project's URLs plus `/bench/bare`: a plain async Django view, the baseline that
-invoke_overhead compares the invoke route with on the same server."""
+"""The project's URLs plus two baselines on the same server, each a plain async Django view
+with no authentication and no database:
+
+- `/bench/bare`, which invoke_overhead compares the invoke route with;
+- `/bench/relay`, which stream_concurrency compares invoke-stream with: it opens the same
+  upstream stream as the platform's OpenAI-compatible provider (`POST
+  {OPENAI_BASE_URL}/chat/completions`, `stream: true`) with one shared `httpx.AsyncClient`
+  and writes each text delta as an NDJSON line, as the platform's native stream does.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import time
 import uuid
+import weakref
+from collections.abc import AsyncIterator
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+# The httpx that openai installs (imported under that name by the SDK, too).
+import httpx2 as httpx
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
 
@@ -31,4 +44,91 @@ async def bare(request: HttpRequest) -> HttpResponse:
     return JsonResponse(body)
 
 
-urlpatterns = [path("bench/bare", bare), *urlpatterns]
+# What the platform sends for bench/common.py's one-tool agent: its system prompt, the
+# caller's messages, the tool's schema, the model without its catalog prefix.
+RELAY_SYSTEM = "You are a helpful assistant with access to various tools."
+RELAY_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "multiply",
+            "description": "Multiplies two numbers",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                "required": ["a", "b"],
+            },
+        },
+    }
+]
+# The OpenAI SDK's own defaults (openai._constants), so both sides pool alike.
+RELAY_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+RELAY_TIMEOUT = httpx.Timeout(timeout=600, connect=5.0)
+
+# One client per event loop (one per process under uvicorn): its pooled connections
+# belong to the loop that opened them.
+_relay_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _relay_client() -> httpx.AsyncClient:
+    loop = asyncio.get_running_loop()
+    client = _relay_clients.get(loop)
+    if client is None:
+        key = os.environ.get("OPENAI_API_KEY", "")
+        client = httpx.AsyncClient(
+            base_url=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+            headers={"Authorization": f"Bearer {key}"},
+            limits=RELAY_LIMITS,
+            timeout=RELAY_TIMEOUT,
+        )
+        _relay_clients[loop] = client
+    return client
+
+
+def _line(event: dict[str, Any]) -> bytes:
+    return json.dumps(event, separators=(",", ":")).encode() + b"\n"
+
+
+async def _relayed(messages: list[dict[str, Any]]) -> AsyncIterator[bytes]:
+    body = {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "system", "content": RELAY_SYSTEM}, *messages],
+        "tools": RELAY_TOOLS,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    # Leaving the block (the stream's end, or the client gone and this generator closed)
+    # closes the upstream response.
+    async with _relay_client().stream("POST", "/chat/completions", json=body) as upstream:
+        if upstream.status_code != 200:
+            refusal = (await upstream.aread()).decode(errors="replace")[:300]
+            yield _line({"type": "response.failed", "error": f"{upstream.status_code} {refusal}"})
+            return
+        async for line in upstream.aiter_lines():
+            if not line.startswith("data: "):
+                continue
+            data = line[6:]
+            if data == "[DONE]":
+                break
+            choices = json.loads(data).get("choices") or ()
+            for choice in choices[:1]:
+                text = (choice.get("delta") or {}).get("content")
+                if text:
+                    yield _line({"type": "response.output_text.delta", "delta": text})
+    yield _line({"type": "response.completed"})
+
+
+@csrf_exempt
+async def relay(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    if request.method != "POST":
+        return HttpResponse(status=405)
+    messages = json.loads(request.body).get("messages") or []
+    response = StreamingHttpResponse(_relayed(messages), content_type="text/plain; charset=utf-8")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+urlpatterns = [path("bench/bare", bare), path("bench/relay", relay), *urlpatterns]
