@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import weakref
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+import httpx2
 import openai
 
 from agentbuilder.openai_profile import openai_profile
@@ -30,7 +32,6 @@ from agents.llm.base import (
 
 if TYPE_CHECKING:
     from openai.types.chat import (
-        ChatCompletionChunk,
         ChatCompletionMessageParam,
         ChatCompletionToolChoiceOptionParam,
         ChatCompletionToolParam,
@@ -56,8 +57,13 @@ class OpenAIProvider:
     """Chat completions, streamed, for catalog ids `openai/<model>`."""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        # The SDK builds the request, retries and raises status errors; the stream's
+        # chunks are read as JSON, not as the SDK's per-chunk pydantic objects, which
+        # were most of a streamed answer's CPU on the server.
+        create = _client(request).chat.completions.with_streaming_response.create
+        translator = _Translator()
         try:
-            stream = await _client(request).chat.completions.create(
+            async with create(
                 model=request.model_id.removeprefix(PREFIX),
                 messages=_messages(request),
                 tools=[_tool(spec) for spec in request.tools] or openai.omit,
@@ -66,21 +72,49 @@ class OpenAIProvider:
                 temperature=request.temperature,
                 stream=True,
                 stream_options={"include_usage": True},
-            )
+            ) as response:
+                # Leaving the block, also when the consumer stops early, closes the
+                # response: the connection goes back to the pool.
+                async for chunk in _chunks(response.http_response.aiter_lines()):
+                    for event in translator.feed(chunk):
+                        yield event
         except openai.OpenAIError as exc:
             raise _provider_error(exc) from exc
-        translator = _Translator()
-        try:
-            async for chunk in stream:
-                for event in translator.feed(chunk):
-                    yield event
-        except openai.OpenAIError as exc:
-            raise _provider_error(exc) from exc
-        finally:
-            # Also when the consumer stops early: the connection goes back to the pool.
-            await stream.close()
+        except httpx2.TimeoutException as exc:  # the body stalled after the SDK handed it over
+            raise _timeout() from exc
+        except httpx2.HTTPError as exc:  # or broke off
+            raise ProviderError(f"The OpenAI-compatible server's stream broke: {exc!r}") from exc
         for event in translator.finish():
             yield event
+
+
+async def _chunks(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
+    """The JSON objects of a chat completions SSE body, as the SDK reads them: the `data`
+    of each event without an `event` name, up to `[DONE]`; an `error` object is the
+    server's failure mid-stream."""
+    data: list[str] = []
+    event: str | None = None
+    async for line in lines:
+        if line:
+            field, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if field == "data":
+                data.append(value)
+            elif field == "event":
+                event = value
+            continue
+        text, named, data, event = "\n".join(data), event, [], None
+        if not text or named is not None:
+            continue
+        if text.startswith("[DONE]"):
+            return
+        chunk = json.loads(text)
+        if isinstance(chunk, dict) and chunk.get("error"):
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else None
+            raise ProviderError(f"The OpenAI-compatible server failed: {message or error}")
+        if isinstance(chunk, dict):
+            yield chunk
 
 
 def _client(request: ModelRequest) -> openai.AsyncOpenAI:
@@ -166,22 +200,25 @@ class _Translator:
         self.usage = Usage()
         self.stop_reason: StopReason = "end_turn"
 
-    def feed(self, chunk: ChatCompletionChunk) -> list[ProviderEvent]:
-        if chunk.usage is not None:
-            self.usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+    def feed(self, chunk: dict[str, Any]) -> list[ProviderEvent]:
+        """One `chat.completion.chunk` object, as JSON."""
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
         events: list[ProviderEvent] = []
-        for choice in chunk.choices[:1]:
-            delta = choice.delta
-            if delta.content:
-                events.append(TextChunk(delta.content))
-            for fragment in delta.tool_calls or ():
-                call = self.calls.setdefault(fragment.index, PartialToolCall())
-                call.call_id = fragment.id or call.call_id
-                if fragment.function is not None:
-                    call.name = fragment.function.name or call.name
-                    call.parts.append(fragment.function.arguments or "")
-            if choice.finish_reason:
-                self.stop_reason = STOP_REASONS.get(choice.finish_reason, "other")
+        for choice in (chunk.get("choices") or ())[:1]:
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                events.append(TextChunk(delta["content"]))
+            for fragment in delta.get("tool_calls") or ():
+                call = self.calls.setdefault(fragment.get("index", 0), PartialToolCall())
+                call.call_id = fragment.get("id") or call.call_id
+                function = fragment.get("function")
+                if function is not None:
+                    call.name = function.get("name") or call.name
+                    call.parts.append(function.get("arguments") or "")
+            if choice.get("finish_reason"):
+                self.stop_reason = STOP_REASONS.get(choice["finish_reason"], "other")
                 events.extend(self._flush())
         return events
 
@@ -196,13 +233,17 @@ class _Translator:
         return [*self._flush(), Finished(self.usage, self.stop_reason)]
 
 
+def _timeout() -> ProviderError:
+    return ProviderError(
+        "The OpenAI-compatible server did not answer in time",
+        code="provider_timeout",
+        timeout=True,
+    )
+
+
 def _provider_error(exc: openai.OpenAIError) -> ProviderError:
     if isinstance(exc, openai.APITimeoutError):
-        return ProviderError(
-            "The OpenAI-compatible server did not answer in time",
-            code="provider_timeout",
-            timeout=True,
-        )
+        return _timeout()
     if isinstance(exc, openai.APIStatusError):
         return ProviderError(
             f"The OpenAI-compatible server refused the call (HTTP {exc.status_code}): "
