@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -21,6 +22,18 @@ from urllib.parse import parse_qs, urlparse
 logger = logging.getLogger(__name__)
 
 DATABASE_NAME = "agentbuilder"
+
+# glibc's allocator, for the server's processes (set where the server starts: here, in
+# docker/compose.yaml, and for bench/'s throwaway servers). pgvector's HNSW insert copies
+# a few MB of index elements into a memory context it drops after each row; with glibc's
+# defaults the freed memory goes back to the kernel (trimmed, or unmapped) and the next
+# row faults every page in again: 40 % of PostgreSQL's CPU when ingesting with the index
+# of m = 32. Kept instead, an insert takes half the time (bench/README.md, ingestion.py).
+SERVER_MALLOC_ENV = {
+    "MALLOC_TOP_PAD_": str(64 << 20),
+    "MALLOC_TRIM_THRESHOLD_": str(256 << 20),
+    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+}
 
 
 def database_settings(pgdata: Path) -> dict[str, Any]:
@@ -50,9 +63,24 @@ def _start(pgdata: Path) -> str:
                 "package: pip install -r requirements.txt"
             ) from exc
         pgdata.parent.mkdir(parents=True, exist_ok=True)
-        server = pgserver.get_server(pgdata, cleanup_mode=None)
+        with server_environment():
+            server = pgserver.get_server(pgdata, cleanup_mode=None)
     host = parse_qs(urlparse(server.get_uri()).query)["host"][0]
     return host
+
+
+@contextlib.contextmanager
+def server_environment() -> Iterator[None]:
+    """SERVER_MALLOC_ENV in os.environ while a server is started from this process (the
+    server inherits it; the caller's own allocator has read its settings already). A
+    value set in the environment already stands."""
+    added = {name: value for name, value in SERVER_MALLOC_ENV.items() if name not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
 
 
 def _ensure_database(socket_dir: str, name: str) -> None:

@@ -171,11 +171,17 @@ def _private() -> Database:
         warnings.simplefilter("ignore")  # platformdirs' warning, as in embedded_db
         import pgserver
 
+        from agentbuilder.embedded_db import server_environment
+
         pgdata = tempfile.mkdtemp(prefix="bench-pgdata-")
-        server = pgserver.get_server(pgdata, cleanup_mode="delete")
-    socket_dir = parse_qs(urlparse(server.get_uri()).query)["host"][0]
-    database = Database(socket_dir, BENCH_DB, private=server)
-    _configure(database, server)
+        # As the project starts its servers (embedded_db.SERVER_MALLOC_ENV), unless
+        # BENCH_PG_MALLOC=default: glibc's defaults, to measure what the setting buys.
+        tuned = os.environ.get("BENCH_PG_MALLOC", "tuned") != "default"
+        with server_environment() if tuned else contextlib.nullcontext():
+            server = pgserver.get_server(pgdata, cleanup_mode="delete")
+            socket_dir = parse_qs(urlparse(server.get_uri()).query)["host"][0]
+            database = Database(socket_dir, BENCH_DB, private=server)
+            _configure(database, server)  # a restart, with the same environment
     return database
 
 

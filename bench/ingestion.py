@@ -16,9 +16,11 @@ vocabulary as bench/retrieval_search.py, embedded by the local embedder (384 dim
   default is 1000): Celery's Django fixup then closes the worker's connection pool around
   every task, so each task opens new PostgreSQL connections.
 - Each path first ingests 4 documents (not counted; the tables are emptied after).
-- Eager: the same documents with `task_always_eager` (the set-up without a broker): each
-  upload ingests in this process before `document_create` returns. The stages of
-  `document_ingest` are timed by wrapping the functions it calls.
+- In process: the same documents with `task_always_eager` (the set-up without a broker),
+  twice: with INGESTION_WORKERS=0 each upload ingests in the caller before
+  `document_create` returns (the stages of `document_ingest` are timed by wrapping the
+  functions it calls); with INGESTION_WORKERS=2 (the default) two threads of this process
+  ingest after each commit, timed until `ingestion_wait` returns.
 
 Both start from empty tables (the bench database's documents and chunks are deleted first).
 Prints figures; asserts nothing about time. Exits 1 when a document is not ready.
@@ -400,16 +402,34 @@ def stage_timers(stages: dict[str, float]) -> Iterator[None]:
             setattr(services, name, function)
 
 
-def eager_run(db: Database, uploads: list[Upload]) -> Run:
-    run = Run("in process (eager)")
-    with eager():
-        upload_all(uploads[:WARM_UP])  # the same warm-up as a worker's
-    empty_tables()
-    own_before, postgres_before = time.process_time(), postgres_cpu(db)
-    sessions_before = sessions_opened(db)
-    with eager(), stage_timers(run.stages):
-        ids, _, run.upload_seconds = upload_all(uploads)
-    run.wall = run.upload_seconds  # each upload returns with its document ingested
+def eager_run(db: Database, uploads: list[Upload], *, workers: int = 0) -> Run:
+    """Without a broker. `workers` 0: each upload ingests in the caller before
+    document_create returns (stages timed); otherwise INGESTION_WORKERS threads of this
+    process ingest after each commit, timed until they are all done."""
+    from django.conf import settings
+
+    from retrieval.ingestion import ingestion_wait
+
+    name = "in process (caller)" if workers <= 0 else f"in process ({workers} threads)"
+    run = Run(name)
+    before = settings.INGESTION_WORKERS
+    settings.INGESTION_WORKERS = workers
+    try:
+        with eager():
+            upload_all(uploads[:WARM_UP])  # the same warm-up as a worker's
+            if not ingestion_wait(timeout=120):
+                raise RuntimeError("the warm-up documents were still ingesting after 120 s")
+        empty_tables()
+        own_before, postgres_before = time.process_time(), postgres_cpu(db)
+        sessions_before = sessions_opened(db)
+        timers = stage_timers(run.stages) if workers <= 0 else contextlib.nullcontext()
+        with eager(), timers:
+            ids, started, run.upload_seconds = upload_all(uploads)
+            if not ingestion_wait(timeout=600):
+                raise RuntimeError("documents still ingesting after 600 s")
+            run.wall = time.perf_counter() - started
+    finally:
+        settings.INGESTION_WORKERS = before
     run.cpu = {"this process": time.process_time() - own_before}
     if postgres_before is not None:
         run.cpu["PostgreSQL"] = (postgres_cpu(db) or 0.0) - postgres_before
@@ -524,6 +544,7 @@ def measure(db: Database, count: int, broker: str, *, pool: str, concurrency: in
         celery_run(db, uploads, broker, pool=pool, concurrency=concurrency, reuse=False),
         celery_run(db, uploads, broker, pool=pool, concurrency=concurrency),
         eager_run(db, uploads),
+        eager_run(db, uploads, workers=2),
     ]
     print()
     ok = report(runs)
