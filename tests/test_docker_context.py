@@ -113,11 +113,19 @@ def test_context_holds_the_project_and_everything_in_its_apps(context: set[str])
         files = {
             p
             for p in files_under(ROOT / app)
-            if "__pycache__" not in p and not Path(p).name.startswith(".env")
+            if "__pycache__" not in p
+            and not Path(p).name.startswith(".env")
+            and not p.startswith("static_src/")
         }
         assert files, app
-        # Data files too: the sample documents, the guardrails' word lists.
+        # Data files too: the sample documents, the guardrails' word lists, static files.
         assert {f"{app}/{p}" for p in files} <= context, app
+
+
+def test_the_config_editor_s_build_sources_stay_out(context: set[str]) -> None:
+    # The image serves the bundle in agents/static; npm's packages never reach it.
+    assert "agents/static/agents/vendor/config-editor.js" in context
+    assert not {p for p in context if p.startswith("agents/static_src/")}
 
 
 def test_every_file_the_dockerfile_copies_is_in_the_context(context: set[str]) -> None:
