@@ -20,6 +20,7 @@ from django.urls import reverse
 
 from agentbuilder.api.middleware import ADMIN_UPLOAD_DOCUMENTS
 from agentbuilder.errors import DomainError, Invalid
+from agents.admin.forms import json_object_or_empty
 from agents.models import Environment
 from agents.permissions import Action, environments_with, require_on_environment
 from retrieval import services
@@ -84,12 +85,7 @@ class DocumentUploadForm(forms.Form):
         )
 
     def clean_metadata(self) -> dict[str, Any]:
-        metadata = self.cleaned_data["metadata"]
-        if metadata in (None, ""):
-            return {}
-        if not isinstance(metadata, dict):
-            raise forms.ValidationError("Metadata must be a JSON object.")
-        return metadata
+        return json_object_or_empty(self.cleaned_data["metadata"])
 
     def clean(self) -> dict[str, Any]:
         super().clean()

@@ -28,7 +28,7 @@ from django.views.decorators.http import require_POST
 
 from agents.admin.document_search import search_page
 from agents.admin.document_upload import upload_page
-from agents.admin.forms import ServiceForm, model_fields
+from agents.admin.forms import ServiceForm, json_object_or_empty, model_fields
 from agents.permissions import Action, environments_with
 from retrieval import selectors, services
 from retrieval.models import Document
@@ -74,13 +74,8 @@ class DocumentChangeForm(ServiceForm):
         }
         super().__init__(*args, **kwargs)
 
-    def clean_metadata(self) -> Any:
-        metadata = self.cleaned_data["metadata"]
-        if metadata in (None, ""):
-            return {}
-        if not isinstance(metadata, dict):
-            raise forms.ValidationError("Metadata must be a JSON object.")
-        return metadata
+    def clean_metadata(self) -> dict[str, Any]:
+        return json_object_or_empty(self.cleaned_data["metadata"])
 
     def apply(self, data: dict[str, Any]) -> Document:
         return services.document_update(

@@ -90,3 +90,12 @@ def form_for_user(form: type[forms.ModelForm], request: HttpRequest) -> type[for
     # ModelAdmin.get_form builds a fresh class on every request, so this is per request.
     form.user = request.user  # type: ignore[attr-defined]
     return form
+
+
+def json_object_or_empty(value: Any, what: str = "Metadata") -> dict[str, Any]:
+    """A JSON field's value that must be an object, an empty field read as `{}`."""
+    if value in (None, ""):
+        return {}
+    if not isinstance(value, dict):
+        raise forms.ValidationError(f"{what} must be a JSON object.")
+    return value

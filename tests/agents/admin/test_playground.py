@@ -5,18 +5,19 @@ in tests/agents/admin/test_playground_browser.py."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.test import Client, override_settings
+from django.test import Client
 from django.urls import reverse
 
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
 from agents.permissions import Action, grant
 from retrieval.services import document_create
+from tests.agents.admin.conftest import REMOTE_CALCULATOR
 from tests.factories import CONFIGS, UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Fail
@@ -206,23 +207,10 @@ def test_a_rag_answer_lists_its_sources_with_their_titles(
     assert 0 < source["score"] <= 1
 
 
-@pytest.fixture
-def failing_openai() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake, pytest.MonkeyPatch.context() as patch:
-        patch.setenv("OPENAI_BASE_URL", fake.base_url)
-        patch.setenv("OPENAI_API_KEY", "sk-test")
-        with override_settings(LLM_OFFLINE=False):
-            yield fake
-
-
 def test_a_provider_failure_is_a_failed_line_and_a_failed_run(
     invoker: Any, make_agent: Any, failing_openai: FakeOpenAI
 ) -> None:
-    config = {
-        **CALCULATOR["config"],
-        "llmModelId": "openai/gpt-4o-mini",
-        "inferenceConfig": {"maxRetries": 0},
-    }
+    config = REMOTE_CALCULATOR
     agent = make_agent("remote", "tool", config=config)
     failing_openai.script(Fail(500, "upstream exploded"))
 

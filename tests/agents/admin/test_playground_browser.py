@@ -5,11 +5,9 @@ against the real stream view. What each turn records is in test_playground.py.""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.test import override_settings
 from django.urls import reverse
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -18,6 +16,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
 from agents.permissions import Action, grant
+from tests.agents.admin.conftest import REMOTE_CALCULATOR
 from tests.browser import BROWSER, Page, browser_server, chrome, page  # noqa: F401 (fixtures)
 from tests.factories import CONFIGS, UserFactory
 from tests.fakes.openai import FakeOpenAI
@@ -179,25 +178,11 @@ def test_an_input_guardrail_block_is_shown_with_its_name_and_stage(
     page.shot("guardrail-block")
 
 
-@pytest.fixture
-def failing_openai() -> Iterator[FakeOpenAI]:
-    # The live server runs in this process: it reads these settings and this environment.
-    with FakeOpenAI() as fake, pytest.MonkeyPatch.context() as patch:
-        patch.setenv("OPENAI_BASE_URL", fake.base_url)
-        patch.setenv("OPENAI_API_KEY", "sk-test")
-        with override_settings(LLM_OFFLINE=False):
-            yield fake
-
-
 @BROWSER
 def test_a_provider_failure_shows_its_code_and_message_instead_of_an_answer(
     page: Page, invoker: Any, make_agent: Any, failing_openai: FakeOpenAI
 ) -> None:
-    config = {
-        **CALCULATOR["config"],
-        "llmModelId": "openai/gpt-4o-mini",
-        "inferenceConfig": {"maxRetries": 0},
-    }
+    config = REMOTE_CALCULATOR
     remote = make_agent("remote", "tool", config=config)
     failing_openai.script(Fail(500, "upstream exploded"))
     page.login(invoker)
