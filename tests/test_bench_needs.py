@@ -21,6 +21,7 @@ BENCHMARKS = (
     "retrieval_search.py",
     "stream_concurrency.py",
     "trace_cost.py",
+    "workers.py",
 )
 
 
