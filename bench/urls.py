@@ -77,8 +77,9 @@ def _relay_client() -> httpx.AsyncClient:
     client = _relay_clients.get(loop)
     if client is None:
         key = os.environ.get("OPENAI_API_KEY", "")
+        # The benchmark's fake model on loopback; no default that could reach elsewhere.
         client = httpx.AsyncClient(
-            base_url=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+            base_url=os.environ["OPENAI_BASE_URL"],
             headers={"Authorization": f"Bearer {key}"},
             limits=RELAY_LIMITS,
             timeout=RELAY_TIMEOUT,

@@ -65,8 +65,8 @@ def exported(
     """`summarizer` (task) and `caller` (tool, calling it and the MCP server `weather`) in
     `env`, exported; `other_env` has its own `weather` server."""
     task = make_agent("summarizer", "task")
-    server = McpServer.objects.create(environment=env, name="weather", url="https://a.example")
-    McpServer.objects.create(environment=other_env, name="weather", url="https://b.example")
+    server = McpServer.objects.create(environment=env, name="weather", url="http://127.0.0.1:9/mcp")
+    McpServer.objects.create(environment=other_env, name="weather", url="http://127.0.0.1:10/mcp")
     make_agent("caller", "tool", config=caller_config(task, server))
     agents("export", "--environment", env.name, "--out", tmp_path / "out")
     return tmp_path / "out"
