@@ -124,11 +124,10 @@ SEEN_TO_INVOKE = {Action.READ, Action.INVOKE}
 def agent_get_invocable(*, user: Any, agent_id: uuid.UUID) -> Agent:
     """A live agent, in whichever environment, that `user` may INVOKE (the admin's
     playground finds it by id alone). Raises NotFound otherwise."""
-    agent = agents_with(user, Action.INVOKE).select_related("environment").filter(pk=agent_id)
-    found = agent.first()
-    if found is None:
+    agent = agent_with_held(user, agent_id)  # the invoke routes' own check
+    if agent is None or Action.INVOKE not in agent.held:  # type: ignore[attr-defined]
         raise NotFound(f"Agent '{agent_id}' not found.")
-    return found
+    return agent
 
 
 def agent_get_by_name(

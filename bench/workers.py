@@ -35,6 +35,7 @@ from common import (
     Server,
     arguments,
     bench_data,
+    cpu_seconds,
     machine,
     percentile,
     prepare,
@@ -139,9 +140,9 @@ class Gunicorn(Server):
 
 
 def process_cpu(pid: int) -> float:
+    """common.cpu_seconds, or 0 for a worker that has exited meanwhile."""
     with contextlib.suppress(psutil.NoSuchProcess):
-        times = psutil.Process(pid).cpu_times()
-        return float(times.user + times.system)
+        return cpu_seconds(pid)
     return 0.0
 
 

@@ -270,19 +270,6 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
             invocable=may_flag(request.user, Action.INVOKE),
         )
 
-    def change_view(
-        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
-    ) -> Any:
-        extra = {
-            **(extra_context or {}),
-            "compare_url": reverse("admin:agents_agent_compare", args=[object_id]),
-            "aliases_url": reverse("admin:agents_agent_aliases", args=[object_id]),
-        }
-        agent = self.get_object(request, object_id)
-        if agent is not None and getattr(agent, "invocable", False):
-            extra["playground_url"] = reverse("admin:agents_agent_playground", args=[agent.pk])
-        return super().change_view(request, object_id, form_url, extra)
-
     def get_fieldsets(self, request: HttpRequest, obj: Agent | None = None) -> Any:
         if obj is None:
             agent = ("environment", "name", "display_name", "description", "agent_type")
