@@ -97,7 +97,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "agentbuilder.api.middleware.body_limit",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "agentbuilder.static_files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -145,6 +145,10 @@ if DB_POOL_MAX_SIZE > 0:
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# The threads that run requests' sync work (agentbuilder.request_threads): a request keeps
+# one for all its sync calls, requests share them. Fewer than the pool's connections, so a
+# request thread never waits for one while the in-process ingestion threads hold theirs.
+REQUEST_THREADS = env.int("REQUEST_THREADS", default=8)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # ---------------------------------------------------------------- auth

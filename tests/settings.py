@@ -28,4 +28,4 @@ DATABASES["default"]["TEST"] = {"NAME": f"test_agentbuilder_{os.getpid()}"}  # n
 
 # WhiteNoise scans STATIC_ROOT each time a handler is built (every test client); tests
 # never fetch static files, so leave it out.
-MIDDLEWARE = [m for m in MIDDLEWARE if "whitenoise" not in m]  # noqa: F405
+MIDDLEWARE = [m for m in MIDDLEWARE if m != "agentbuilder.static_files.StaticFilesMiddleware"]  # noqa: F405
