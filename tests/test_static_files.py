@@ -7,7 +7,7 @@ import asyncio
 import threading
 from pathlib import Path
 
-from django.http import HttpRequest, HttpResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBase
 from django.test import RequestFactory, override_settings
 
 from agentbuilder.static_files import StaticFilesMiddleware
@@ -28,7 +28,7 @@ def test_async_chain_serves_a_static_file_and_passes_the_rest_on_the_loop() -> N
     assert asyncio.iscoroutinefunction(middleware)
     factory = RequestFactory()
 
-    async def both() -> tuple[HttpResponse, HttpResponse, int]:
+    async def both() -> tuple[HttpResponseBase, HttpResponse, int]:
         static = await middleware(factory.get(CSS))
         other = await middleware(factory.get("/v1/agents"))
         return static, other, threading.get_ident()
@@ -36,7 +36,8 @@ def test_async_chain_serves_a_static_file_and_passes_the_rest_on_the_loop() -> N
     static, other, loop_thread = asyncio.run(both())
     assert static.status_code == 200
     assert static["Content-Type"].startswith("text/css")
-    assert b"".join(static.streaming_content) == SOURCE.read_bytes()
+    assert isinstance(static, FileResponse)
+    assert b"".join(static) == SOURCE.read_bytes()  # a FileResponse iterates its file
     assert other.content == f"view {loop_thread}".encode()
 
 
