@@ -7,6 +7,7 @@ urlpatterns = [
     path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("agents.api.urls")),
+    path("v1/", include("agents.api.a2a_urls")),
     path("v1/", include("guardrails.api.urls")),
 ]
 

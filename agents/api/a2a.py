@@ -1,0 +1,364 @@
+"""Every agent as an A2A agent (SPEC section 7, agents.protocols.a2a).
+
+- `GET /v1/a2a`: the cards of the environment's agents the caller may INVOKE (what it can
+  call, as the OpenAI base's models and the MCP server's tools).
+- `GET /v1/a2a/{name}/.well-known/agent-card.json`: one agent's card, for a caller who may
+  READ or INVOKE it (404 otherwise, as on the invoke routes). `{name}` may be `name@3`,
+  `name@prod`: the card and the endpoint then run that version.
+- `POST /v1/a2a/{name}`: the JSON-RPC endpoint. `message/send` and `message/stream` (or
+  1.0's `SendMessage`, `SendStreamingMessage`) start a run with protocol `a2a` (INVOKE: a
+  403 without it); the task id is the run id, the `contextId` the run's thread (the
+  caller's own: another caller's same id is another thread). `tasks/get` (`GetTask`) reads
+  the caller's runs of the agent (every caller's with AUDIT); `tasks/cancel` (`CancelTask`)
+  cancels the caller's own run while it runs (agents.protocols.a2a.running for its scope).
+
+Authentication, throttling, 401/403/404/429 are the REST API's (HTTP status, the API's
+error body). Anything wrong inside the call is a JSON-RPC error in an HTTP 200 body.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import quote
+
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import (
+    A2AError,
+    InternalError,
+    InvalidRequestError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
+from rest_framework.request import Request
+
+from agentbuilder.api.views import AsyncApiView
+from agentbuilder.db import in_db
+from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
+from agents import selectors
+from agents.api.streaming import run_headers
+from agents.api.views import ENVIRONMENT
+from agents.configs import config_parse
+from agents.models import Agent, Run, RunStatus
+from agents.permissions import Action
+from agents.protocols.a2a.card import agent_card, card_json
+from agents.protocols.a2a.dialects import Dialect, Method
+from agents.protocols.a2a.encoder import (
+    KEEPALIVE,
+    SseEncoder,
+    TaskEncoder,
+    response,
+    result_json,
+    run_task,
+    send_result,
+)
+from agents.protocols.a2a.errors import Path, error_body, from_invalid, invalid_params
+from agents.protocols.a2a.request import (
+    PARTS,
+    Call,
+    RpcRefusal,
+    call_parse,
+    chat_messages,
+    task_inputs,
+)
+from agents.protocols.a2a.running import RunningTask, run_cancel
+from agents.protocols.chat_completions.request import model_reference
+from agents.runs.request import RunRequest
+from agents.runs.start import Invocation, TemplateOverLimit, invocation_start
+
+PROTOCOL = "a2a"
+ROUTE = "/v1/a2a"
+KEEPALIVE_SECONDS = 15.0
+AGENT_NAME = OpenApiParameter(
+    "name", str, OpenApiParameter.PATH, description="Agent name, or `name@version`."
+)
+
+
+class _JsonAnswers(BaseContentNegotiation):
+    """JSON whatever `Accept` says: a streaming client asks for `text/event-stream`, and
+    its 401 or 404 must still reach it."""
+
+    def select_parser(self, request: Request, parsers: Any) -> Any:
+        return DefaultContentNegotiation().select_parser(request, parsers)
+
+    def select_renderer(self, request: Request, renderers: Any, format_suffix: Any = None) -> Any:
+        return renderers[0], renderers[0].media_type
+
+
+def _agent_seen(view: AsyncApiView, name: str) -> Agent:
+    """The agent `name` names, if the caller may READ or INVOKE it (NotFound otherwise)."""
+    user, environment = view.request.user, view.environment
+    try:
+        return selectors.agent_get_by_name(
+            user=user, environment=environment, name=name, action=Action.INVOKE
+        )
+    except PermissionDenied:  # it may READ it: that is seeing it
+        return selectors.agent_get_by_name(user=user, environment=environment, name=name)
+
+
+def _endpoint_url(request: Request, name: str) -> str:
+    return request.build_absolute_uri(f"{ROUTE}/{quote(name, safe='@')}")
+
+
+def _card(request: Request, agent: Agent, reference: str, version_ref: str) -> dict[str, Any]:
+    version = selectors.version_to_run(agent=agent, ref=version_ref)
+    card = agent_card(
+        name=agent.name,
+        description=agent.description,
+        agent_type=agent.agent_type,
+        config=config_parse(agent.agent_type, version.config),
+        version=version.number,
+        url=_endpoint_url(request, reference),
+        docs_url=request.build_absolute_uri("/v1/docs"),
+    )
+    return card_json(card)
+
+
+class A2AAgentListView(AsyncApiView):
+    content_negotiation_class = _JsonAnswers
+
+    @extend_schema(
+        operation_id="a2a_agents_list",
+        parameters=[ENVIRONMENT],
+        responses={
+            200: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description='`{"agents": [agent card, ...]}`: the agents the caller may invoke.',
+            )
+        },
+        tags=["a2a"],
+        summary="The A2A agent cards of the environment's agents the caller may invoke",
+    )
+    async def get(self, request: Request) -> HttpResponseBase:
+        return JsonResponse(await in_db(self._list)())
+
+    def _list(self) -> dict[str, Any]:
+        agents = list(
+            selectors.agent_list_invocable(user=self.request.user, environment=self.environment)
+        )
+        versions = selectors.latest_versions(agent_ids=[a.pk for a in agents])
+        cards = []
+        for agent in agents:
+            version = versions.get(agent.pk)
+            if version is None:
+                continue
+            card = agent_card(
+                name=agent.name,
+                description=agent.description,
+                agent_type=agent.agent_type,
+                config=config_parse(agent.agent_type, version.config),
+                version=version.number,
+                url=_endpoint_url(self.request, agent.name),
+                docs_url=self.request.build_absolute_uri("/v1/docs"),
+            )
+            cards.append(card_json(card))
+        return {"agents": cards}
+
+
+class A2AAgentCardView(AsyncApiView):
+    content_negotiation_class = _JsonAnswers
+
+    @extend_schema(
+        operation_id="a2a_agent_card",
+        parameters=[AGENT_NAME, ENVIRONMENT],
+        responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The agent card.")},
+        tags=["a2a"],
+        summary="One agent's A2A agent card",
+    )
+    async def get(self, request: Request, name: str) -> HttpResponseBase:
+        return JsonResponse(await in_db(self._get)(name))
+
+    def _get(self, reference: str) -> dict[str, Any]:
+        name, version_ref = _reference(reference)
+        return _card(self.request, _agent_seen(self, name), reference, version_ref)
+
+
+def _reference(reference: str) -> tuple[str, str]:
+    try:
+        name, version_ref = model_reference(reference)
+        selectors.version_ref_parse(version_ref)
+    except Invalid:
+        return reference, "latest"  # no agent is named so: a 404 when looked up
+    return name, version_ref
+
+
+@dataclass
+class _Started:
+    """A call read and checked in the first database hop, to answer after it."""
+
+    call: Call
+    invocation: Invocation | None = None
+    context_id: str = ""
+    result: dict[str, Any] | None = None
+    cancel: Run | None = None
+
+
+class A2AEndpointView(AsyncApiView):
+    content_negotiation_class = _JsonAnswers
+    upstream = True
+    checks_in_first_hop = True
+
+    @extend_schema(exclude=True)  # JSON-RPC: one path, many methods; the agent card is its doc
+    async def post(self, request: Request, name: str) -> HttpResponseBase:
+        try:
+            started = await self.checked(self._start)(name)
+            if started.result is not None:
+                return _json(response(started.call.request_id, started.result))
+            if started.cancel is not None:
+                return await self._cancel(started.call, started.cancel)
+            return await self._run(started)
+        except RpcRefusal as refusal:
+            body = error_body(refusal.request_id, refusal.error, refusal.dialect)
+            return _json(body)
+
+    # ------------------------------------------------------------ in the first hop
+
+    def _start(self, reference: str) -> _Started:
+        try:
+            raw = self.request.body
+        except RequestDataTooBig:
+            raise RpcRefusal(InvalidRequestError("Payload too large"), None, Dialect.V1) from None
+        call = call_parse(raw)
+        name, version_ref = _reference(reference)
+        if call.method in (Method.GET, Method.CANCEL):
+            run = self._run_of(call, name)
+            if call.method is Method.GET:
+                return _Started(
+                    call, result=result_json(run_task(run, call.history_length), call.dialect)
+                )
+            return _Started(call, cancel=self._cancelable(call, run))
+        agent = selectors.agent_get_by_name(
+            user=self.request.user, environment=self.environment, name=name, action=Action.INVOKE
+        )
+        return self._invoke(call, agent, version_ref)
+
+    def _run_of(self, call: Call, name: str) -> Run:
+        try:
+            run_id = uuid.UUID(call.task_id)
+        except ValueError:
+            raise call.refusal(TaskNotFoundError(f"Task '{call.task_id}' not found")) from None
+        run = (
+            selectors.runs_visible(user=self.request.user, environment=self.environment)
+            .filter(pk=run_id, agent__name__iexact=name, agent__deleted_at__isnull=True)
+            .first()
+        )
+        if run is None:
+            raise call.refusal(TaskNotFoundError(f"Task '{call.task_id}' not found"))
+        return run
+
+    def _cancelable(self, call: Call, run: Run) -> Run:
+        if run.status != RunStatus.IN_PROGRESS:
+            raise call.refusal(
+                TaskNotCancelableError(f"Task '{run.pk}' is {run.status}: it cannot be canceled")
+            )
+        if run.caller_id != self.request.user.pk:
+            raise call.refusal(
+                TaskNotCancelableError("Only the caller who started a task may cancel it")
+            )
+        return run
+
+    def _invoke(self, call: Call, agent: Agent, version_ref: str) -> _Started:
+        message = call.message
+        assert message is not None
+        if message.task_id:
+            self._run_of(call, agent.name)  # -32001 unless it is a task the caller may see
+            raise call.refusal(
+                UnsupportedOperationError(
+                    "A task ends with its answer and takes no further messages: send a new "
+                    "message with its contextId to continue the conversation"
+                )
+            )
+        context_id = message.context_id or str(uuid.uuid4())
+        request = RunRequest(
+            user=self.request.user,
+            environment=self.environment,
+            agent_id=agent.pk,
+            version_ref=version_ref,
+            protocol=PROTOCOL,
+            route=ROUTE,
+            agent_types=("tool", "rag", "task"),
+            thread_id=context_id,
+        )
+        try:
+            invocation = _open_run(request, message, agent.agent_type)
+        except A2AError as error:
+            raise call.refusal(error) from None
+        return _Started(call, invocation=invocation, context_id=context_id)
+
+    # ------------------------------------------------------------ after it
+
+    async def _run(self, started: _Started) -> HttpResponseBase:
+        call, invocation = started.call, started.invocation
+        assert invocation is not None
+        assert call.message is not None
+        tasks = TaskEncoder(str(invocation.run_id), started.context_id, call.message)
+        running = RunningTask(invocation)
+        if call.method is Method.STREAM:
+            return _stream(running, SseEncoder(tasks, call.request_id, call.dialect), invocation)
+        async for update in running.events():
+            if update is not None:
+                tasks.updates(update)
+        assert tasks.final is not None
+        body = response(call.request_id, send_result(tasks.final, call.dialect))
+        return _json(body, run_headers(invocation))
+
+    async def _cancel(self, call: Call, run: Run) -> HttpResponseBase:
+        if not await run_cancel(run.pk):
+            raise call.refusal(
+                TaskNotCancelableError(
+                    f"Task '{run.pk}' runs in another server process: cancel it there, or "
+                    "wait for it to end"
+                )
+            )
+        ended = await in_db(Run.objects.get)(pk=run.pk)
+        return _json(response(call.request_id, result_json(run_task(ended), call.dialect)))
+
+
+def _open_run(request: RunRequest, message: pb.Message, agent_type: str) -> Invocation:
+    """Start the run of `message`; raises A2AError for what the message got wrong."""
+    locate: Callable[[tuple[str | int, ...]], Path]
+    if agent_type == "task":
+        inputs = task_inputs(message)
+        locate = inputs.locate
+        request = replace(request, inputs=inputs.inputs)
+    else:
+        locate = lambda loc: PARTS  # noqa: E731 - the message is one text
+        request = replace(request, messages=chat_messages(message))
+    try:
+        return invocation_start(request)
+    except Invalid as exc:
+        raise from_invalid(exc, locate) from None
+    except TemplateOverLimit as exc:
+        raise invalid_params([(locate(("body", "inputs")), exc.message)]) from None
+    except (NotFound, PermissionDenied):
+        raise
+    except DomainError as exc:  # a guardrail of the agent's config is no longer available
+        raise InternalError(exc.detail) from None
+
+
+def _json(body: dict[str, Any], headers: dict[str, str] | None = None) -> JsonResponse:
+    return JsonResponse(body, headers=headers, json_dumps_params={"ensure_ascii": False})
+
+
+def _stream(running: RunningTask, encoder: SseEncoder, invocation: Invocation) -> HttpResponseBase:
+    async def body() -> AsyncIterator[bytes]:
+        async for update in running.events(keepalive=KEEPALIVE_SECONDS):
+            if update is None:
+                yield KEEPALIVE
+                continue
+            for frame in encoder.frames(update):
+                yield frame
+
+    stream = StreamingHttpResponse(body(), content_type="text/event-stream")
+    for header, value in run_headers(invocation, stream=True).items():
+        stream[header] = value
+    return stream

@@ -1,0 +1,234 @@
+"""The A2A request: a JSON-RPC 2.0 envelope, its method (agents.protocols.a2a.dialects) and
+params, read into the SDK's 1.0 types whichever dialect sent them; and what a message means
+to each agent type:
+
+- tool and RAG agents: the text of its text parts (a data part's JSON joins them) is the
+  user's message;
+- task agents: its first data part (a JSON object), or a text part holding a JSON object,
+  is the inputs, validated against the agent's `inputSchema` when the run starts.
+
+Every refusal is an A2A error (agents.protocols.a2a.errors) naming the params path at fault.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from a2a.compat.v0_3 import conversions
+from a2a.compat.v0_3 import types as v03
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import A2AError, InvalidRequestError, JSONParseError, MethodNotFoundError
+from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from pydantic import BaseModel, ValidationError
+
+from agents.llm.base import Message
+from agents.protocols.a2a.dialects import METHODS, Dialect, Method, dialect_of
+from agents.protocols.a2a.errors import Path, RequestId, invalid_params
+
+MAX_HISTORY = 1000
+
+
+class RpcRefusal(Exception):
+    """An error answered as a JSON-RPC error body, in `dialect`, for `request_id`."""
+
+    def __init__(self, error: A2AError, request_id: RequestId, dialect: Dialect) -> None:
+        super().__init__(error.message)
+        self.error, self.request_id, self.dialect = error, request_id, dialect
+
+
+@dataclass(frozen=True)
+class Call:
+    """One JSON-RPC call, read."""
+
+    request_id: RequestId
+    dialect: Dialect
+    method: Method
+    message: pb.Message | None = None  # send, stream
+    task_id: str = ""  # get, cancel
+    history_length: int | None = None  # get
+
+    def refusal(self, error: A2AError) -> RpcRefusal:
+        return RpcRefusal(error, self.request_id, self.dialect)
+
+
+def call_parse(raw: bytes) -> Call:
+    """The call in `raw`; raises RpcRefusal (-32700, -32600, -32601, -32602)."""
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RpcRefusal(JSONParseError(f"Parse error: {exc}"), None, Dialect.V1) from None
+    if not isinstance(body, dict):
+        what = "batch requests are not supported" if isinstance(body, list) else "not an object"
+        raise RpcRefusal(InvalidRequestError(f"Invalid request: {what}"), None, Dialect.V1)
+    request_id = body.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int | None):
+        raise RpcRefusal(
+            InvalidRequestError("Invalid request: id must be a string, a number or null"),
+            None,
+            Dialect.V1,
+        )
+    method = body.get("method")
+    dialect = dialect_of(method) if isinstance(method, str) else Dialect.V1
+    if body.get("jsonrpc") != "2.0" or not isinstance(method, str):
+        problem = "'jsonrpc' must be '2.0' and 'method' a string"
+        raise RpcRefusal(InvalidRequestError(f"Invalid request: {problem}"), request_id, dialect)
+    if method not in METHODS:
+        raise RpcRefusal(MethodNotFoundError(f"Method not found: {method}"), request_id, dialect)
+    dialect, kind = METHODS[method]
+    params = body.get("params", {})
+    if not isinstance(params, dict):
+        raise RpcRefusal(
+            invalid_params([(("params",), "params must be an object")]), request_id, dialect
+        )
+    try:
+        return _read(Call(request_id, dialect, kind), params)
+    except A2AError as error:
+        raise RpcRefusal(error, request_id, dialect) from None
+
+
+def _read(call: Call, params: dict[str, Any]) -> Call:
+    sending = call.method in (Method.SEND, Method.STREAM)
+    if call.dialect is Dialect.V1:
+        if sending:
+            send = _proto(params, pb.SendMessageRequest())
+            if not send.HasField("message"):
+                raise invalid_params([(("params", "message"), "a message is required")])
+            return _with_message(call, send.message)
+        query = _proto(
+            params, pb.GetTaskRequest() if call.method is Method.GET else pb.CancelTaskRequest()
+        )
+        length = (
+            query.history_length
+            if isinstance(query, pb.GetTaskRequest) and query.HasField("history_length")
+            else None
+        )
+        return _with_task(call, query.id, length)
+    if sending:
+        message = _pydantic(v03.MessageSendParams, params).message
+        return _with_message(call, conversions.to_core_message(message))
+    if call.method is Method.GET:
+        task = _pydantic(v03.TaskQueryParams, params)
+        return _with_task(call, task.id, task.history_length)
+    return _with_task(call, _pydantic(v03.TaskIdParams, params).id, None)
+
+
+def _with_message(call: Call, message: pb.Message) -> Call:
+    if message.role != pb.ROLE_USER:
+        raise invalid_params([(("params", "message", "role"), "the message's role must be user")])
+    if not message.parts:
+        raise invalid_params([(("params", "message", "parts"), "the message has no parts")])
+    if len(message.context_id) > 100:
+        raise invalid_params(
+            [(("params", "message", "contextId"), "a contextId is at most 100 characters")]
+        )
+    return Call(call.request_id, call.dialect, call.method, message=message)
+
+
+def _with_task(call: Call, task_id: str, history_length: int | None) -> Call:
+    if not task_id:
+        raise invalid_params([(("params", "id"), "the task id is required")])
+    if history_length is not None and not 0 <= history_length <= MAX_HISTORY:
+        raise invalid_params(
+            [(("params", "historyLength"), f"historyLength is between 0 and {MAX_HISTORY}")]
+        )
+    return Call(
+        call.request_id, call.dialect, call.method, task_id=task_id, history_length=history_length
+    )
+
+
+def _proto(params: dict[str, Any], message: Any) -> Any:
+    try:
+        return ParseDict(params, message, ignore_unknown_fields=True)
+    except ParseError as exc:
+        raise invalid_params([(("params",), str(exc))]) from None
+
+
+def _pydantic(model: type[BaseModel], params: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        raise invalid_params(
+            [(("params", *_field_path(e["loc"])), e["msg"]) for e in exc.errors()]
+        ) from None
+
+
+def _field_path(loc: tuple[Any, ...]) -> Path:
+    # A union's members (TextPart, DataPart ...) and a root model's `root` are pydantic's
+    # bookkeeping, not the request's fields.
+    return tuple(p for p in loc if not (isinstance(p, str) and (p == "root" or p[:1].isupper())))
+
+
+# ---------------------------------------------------------------- the message, per agent type
+
+PARTS = ("params", "message", "parts")
+
+
+def chat_messages(message: pb.Message) -> tuple[Message, ...]:
+    """A tool or RAG agent's user message: its text parts, and data parts as JSON."""
+    texts: list[str] = []
+    for index, part in enumerate(message.parts):
+        kind = part.WhichOneof("content")
+        if kind == "text":
+            texts.append(part.text)
+        elif kind == "data":
+            texts.append(json.dumps(part_data(part), ensure_ascii=False))
+        else:
+            raise invalid_params([((*PARTS, index), "only text and data parts are read")])
+    text = "\n".join(t for t in texts if t.strip())
+    if not text:
+        raise invalid_params([(PARTS, "send the question as a text part")])
+    return (Message("user", text),)
+
+
+def part_data(part: pb.Part) -> Any:
+    """A data part's JSON. Protobuf keeps every number as a double: a whole one is an int
+    again, as the client wrote it (`35`, not `35.0`, in a task's prompt)."""
+    return whole_numbers(MessageToDict(part)["data"])
+
+
+def whole_numbers(value: Any) -> Any:
+    """`value` with every whole float an int (protobuf's Struct holds numbers as doubles)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class TaskInputs:
+    inputs: dict[str, Any]
+    part: int  # the index of the part they came from
+    field: str  # "data", or "text" for JSON in a text part
+
+    def locate(self, loc: tuple[str | int, ...]) -> Path:
+        """A run refusal's `("body", "inputs", ...)` loc as the params path of this part."""
+        rest = loc[2:] if loc[:2] == ("body", "inputs") else ()
+        return (*PARTS, self.part, self.field, *rest)
+
+
+def task_inputs(message: pb.Message) -> TaskInputs:
+    """A task agent's inputs: the first data part, else a text part holding a JSON object."""
+    for index, part in enumerate(message.parts):
+        if part.WhichOneof("content") == "data":
+            data = part_data(part)
+            if not isinstance(data, dict):
+                raise invalid_params(
+                    [((*PARTS, index, "data"), "a task agent's inputs are a JSON object")]
+                )
+            return TaskInputs(data, index, "data")
+    for index, part in enumerate(message.parts):
+        if part.WhichOneof("content") == "text":
+            try:
+                data = json.loads(part.text)
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                return TaskInputs(data, index, "text")
+    raise invalid_params(
+        [(PARTS, "a task agent takes its inputs as a data part holding a JSON object")]
+    )
