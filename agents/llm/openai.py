@@ -107,6 +107,12 @@ async def _chunks(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
         if not text or named is not None:
             continue
         if text.startswith("[DONE]"):
+            # Read the body to its end (the last chunk of its chunked encoding) as the SDK
+            # does: httpx puts a connection back in the pool only after a complete body,
+            # and otherwise closes it, so every call opened a new one (a TLS handshake, on
+            # a real server).
+            async for _ in lines:
+                pass
             return
         chunk = json.loads(text)
         if isinstance(chunk, dict) and chunk.get("error"):

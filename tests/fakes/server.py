@@ -84,6 +84,7 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any
+    client: tuple[str, int] = ("", 0)  # the client's address and port: one per connection
 
 
 class ClientGone(Exception):
@@ -187,7 +188,9 @@ class FakeHandler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw
-        recorded = Recorded("POST", self.path, dict(self.headers.items()), body)
+        recorded = Recorded(
+            "POST", self.path, dict(self.headers.items()), body, tuple(self.client_address[:2])
+        )
         response = self.fake.next_response(recorded)
         try:
             if response is None:

@@ -71,6 +71,22 @@ def test_text_streams_as_several_chunks_in_order(fake: FakeOpenAI) -> None:
     assert events[-1] == Finished(Usage(11, 7), "end_turn")
 
 
+def test_calls_in_turn_reuse_one_connection(fake: FakeOpenAI) -> None:
+    # The body is read to its end after [DONE], so httpx keeps the connection for the next
+    # call instead of closing it (a TCP and TLS handshake per call on a real server).
+    fake.script(*(Turn(text=[f"Answer {n}."]) for n in range(3)))
+
+    async def three() -> list[list[ProviderEvent]]:
+        return [[event async for event in OpenAIProvider().stream(ask())] for _ in range(3)]
+
+    answers = asyncio.run(three())
+
+    assert [[e.text for e in a if isinstance(e, TextChunk)] for a in answers] == [
+        [f"Answer {n}."] for n in range(3)
+    ]
+    assert len({recorded.client for recorded in fake.requests}) == 1
+
+
 def test_tool_arguments_in_fragments_are_joined_into_one_call(fake: FakeOpenAI) -> None:
     arguments = {"city": "Lisbon", "units": "metric"}
     fake.script(Turn(calls=[Call("get_weather", arguments, id="call_1", pieces=5)]))
