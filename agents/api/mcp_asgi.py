@@ -1,0 +1,170 @@
+"""`/v1/mcp`: the MCP SDK's streamable HTTP transport in front of agents.api.mcp_server.
+
+Before the SDK sees a request, the caller is read from the Bearer token and the request is
+throttled, as on every /v1 route: the same authentication class, the same throttles, the
+same environment rule, and their refusals in SPEC section 2's JSON (a 401 with its
+`WWW-Authenticate` challenge). The caller then travels in the ASGI scope to the handlers.
+
+Stateless: every POST stands alone (no `Mcp-Session-Id`), so the web tier keeps no state
+of its own and any worker of any host can answer any request, as DESIGN asks. Answers are
+SSE, so progress notifications reach the client while the agent runs.
+
+The SDK's session manager needs a running task group, which it normally gets from the ASGI
+lifespan; our servers run with the lifespan off (`make run`), so each event loop starts
+its own manager at its first MCP request, in a task of its own that lives as long as the
+loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgiref.sync import ThreadSensitiveContext
+from django.http.request import HttpHeaders
+from mcp.server import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from rest_framework import exceptions
+from rest_framework.views import APIView
+from starlette.types import Receive, Scope, Send
+
+from agentbuilder import liveness
+from agentbuilder.api.errors import exception_handler
+from agentbuilder.api.middleware import max_body_bytes
+from agentbuilder.api.parsers import check_text
+from agentbuilder.db import in_db
+from agentbuilder.errors import DomainError, Invalid
+from agents import selectors
+from agents.api.authentication import BearerTokenAuthentication
+from agents.api.mcp_server import CALLER_KEY, HANDLERS_KEY, server
+from agents.protocols.mcp_server.request import Caller
+
+PATH = "/v1/mcp"
+
+
+class _HttpShim:
+    """What DRF's authentication and throttle classes read of a request (`META`,
+    `headers`, the user): enough to run the REST API's own classes here, unchanged."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.META: dict[str, str] = {"REMOTE_ADDR": (scope.get("client") or ("", 0))[0]}
+        for key, value in scope["headers"]:
+            name = "HTTP_" + bytes(key).decode("latin-1").upper().replace("-", "_")
+            self.META[name] = bytes(value).decode("latin-1")
+        self.headers = HttpHeaders(self.META)
+        self.user: Any = None
+
+
+def authenticate(scope: Scope) -> Caller:
+    """The caller of a request, throttled. Raises DRF's AuthenticationFailed,
+    NotAuthenticated or Throttled, NotFound for an environment it cannot see, Invalid for
+    a header PostgreSQL could not hold."""
+    request: Any = _HttpShim(scope)
+    authenticated = BearerTokenAuthentication().authenticate(request)
+    if authenticated is None:
+        raise exceptions.NotAuthenticated()
+    request.user, claims = authenticated
+    for throttle in APIView.throttle_classes:  # the project's default throttles
+        limiter = throttle()
+        if not limiter.allow_request(request, APIView()):
+            raise exceptions.Throttled(limiter.wait())
+    header = request.META.get("HTTP_X_ENVIRONMENT")
+    if header is not None:
+        check_text(header, ("header", "X-Environment"))
+    environment = selectors.environment_resolve(
+        user=request.user, claim=claims.environment_id, header=header
+    )
+    return Caller(request.user, environment)
+
+
+async def refuse(exc: Exception, send: Send) -> None:
+    """The REST API's answer to `exc` (status, body, headers), sent as it would be."""
+    response = exception_handler(exc, {})
+    assert response is not None  # every exception authenticate raises has an answer
+    body = json.dumps(response.data).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *(
+            (name.lower().encode(), value.encode())
+            for name, value in response.items()
+            if name.lower() != "content-type"  # Django's default, for a body not rendered
+        ),
+    ]
+    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+@dataclass
+class _Running:
+    """A session manager whose task group runs in a task of its own."""
+
+    manager: StreamableHTTPSessionManager
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+    async def run(self) -> None:
+        try:
+            async with self.manager.run():
+                self.started.set()
+                await asyncio.Event().wait()  # until the loop ends and cancels it
+        finally:
+            self.started.set()  # a manager that failed to start must not hang requests
+
+
+class McpEndpoint:
+    """The ASGI app at /v1/mcp."""
+
+    def __init__(self, mcp_server: Server[Any]) -> None:
+        self.server = mcp_server
+        self._running: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Running] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        liveness.ensure_started()  # Django's request_started never fires for this path
+        manager = await self._manager()
+        # A sync thread of the request's own for its database work, as Django's handler
+        # gives each request: without it every MCP call would queue on one thread.
+        async with ThreadSensitiveContext():
+            try:
+                caller = await in_db(authenticate)(scope)
+            except (exceptions.APIException, DomainError, Invalid) as exc:
+                await refuse(exc, send)
+                return
+            handlers: set[asyncio.Task[Any]] = set()
+            scope = {**scope, CALLER_KEY: caller, HANDLERS_KEY: handlers}
+            await manager.handle_request(scope, receive, send)
+            pending = {task for task in handlers if not task.done()}
+            if pending:  # the client left; its handlers are recording their runs
+                await asyncio.wait(pending)
+
+    async def _manager(self) -> StreamableHTTPSessionManager:
+        loop = asyncio.get_running_loop()
+        running = self._running.get(loop)
+        if running is None:  # no await since the lookup: one manager per loop
+            running = _Running(
+                StreamableHTTPSessionManager(
+                    self.server,
+                    stateless=True,
+                    max_request_body_size=max_body_bytes(PATH),
+                )
+            )
+            # An empty context: the manager outlives the request that happened to start it.
+            running.task = loop.create_task(running.run(), context=contextvars.Context())
+            self._running[loop] = running
+        await running.started.wait()
+        if running.task is not None and running.task.done():
+            raise RuntimeError("the MCP session manager stopped") from running.task.exception()
+        return running.manager
+
+
+endpoint = McpEndpoint(server)
+
+
+def is_mcp_path(path: str) -> bool:
+    return path.rstrip("/") == PATH

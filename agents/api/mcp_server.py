@@ -1,0 +1,174 @@
+"""The MCP server's handlers (agents.protocols.mcp_server): tools/list and tools/call over
+the same selectors and run path as every other protocol. agents.api.mcp_asgi serves them
+at /v1/mcp, after it has read the caller from the Bearer token."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from contextlib import aclosing
+from typing import Any, TypeVar
+
+import anyio
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    Tool,
+)
+
+from agentbuilder.db import in_db
+from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
+from agents import selectors
+from agents.permissions import Action
+from agents.protocols.mcp_server.encoder import ResultEncoder, failed_result, invalid_result
+from agents.protocols.mcp_server.request import (
+    Caller,
+    located_in_arguments,
+    run_id_of,
+    run_request,
+    tool_reference,
+)
+from agents.protocols.mcp_server.tools import agent_tool
+from agents.runs.start import Invocation, invocation_start
+from agents.runs.stream import recorded_events
+from agents.runtime.events import Event
+
+# Where agents.api.mcp_asgi puts the caller in the ASGI scope, and the set of handler tasks
+# it waits for before the request ends.
+CALLER_KEY = "agentbuilder.caller"
+HANDLERS_KEY = "agentbuilder.handlers"
+
+T = TypeVar("T")
+
+INSTRUCTIONS = (
+    "Each tool is an agent of your environment. Tool and RAG agents take a `message` (and a "
+    "`threadId` of your choice to continue a conversation); task agents take their inputs. "
+    "A call runs the agent's latest version; `name@version` or `name@alias` runs another."
+)
+
+
+def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
+    request = ctx.request
+    caller = request.scope.get(CALLER_KEY) if request is not None else None
+    if not isinstance(caller, Caller):  # only agents.api.mcp_asgi serves this server
+        raise MCPError(INVALID_PARAMS, "no authenticated caller")
+    return caller
+
+
+def _belongs_to_request(ctx: ServerRequestContext[Any, Any]) -> None:
+    """Tell the request this handler works for it. On the SDK's 2025 transport a handler
+    runs in a task of the session manager, not of the request; the request must not end
+    (and take its database thread with it) before the handler has recorded its run."""
+    handlers = ctx.request.scope.get(HANDLERS_KEY) if ctx.request is not None else None
+    task = asyncio.current_task()
+    if isinstance(handlers, set) and task is not None:
+        handlers.add(task)
+
+
+async def list_tools(
+    ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+) -> ListToolsResult:
+    return ListToolsResult(tools=await in_db(invocable_tools)(caller_of(ctx)))
+
+
+def invocable_tools(caller: Caller) -> list[Tool]:
+    """The agents the caller may INVOKE in its environment, each as a tool (two queries)."""
+    agents = list(selectors.agent_list_invocable(user=caller.user, environment=caller.environment))
+    latest = selectors.latest_versions(agent_ids=[agent.pk for agent in agents])
+    return [agent_tool(agent, latest[agent.pk]) for agent in agents if agent.pk in latest]
+
+
+async def call_tool(
+    ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
+) -> CallToolResult:
+    _belongs_to_request(ctx)
+    try:
+        invocation, thread_id = await in_db(start)(caller_of(ctx), params.name, params.arguments)
+    except (NotFound, PermissionDenied) as exc:
+        # Not a run: the tool itself is unknown to this caller (the specification's
+        # protocol error), with the same words the REST API would use.
+        raise MCPError(INVALID_PARAMS, f"Unknown tool '{params.name}': {exc.detail}") from None
+    except Invalid as exc:
+        return invalid_result(located_in_arguments(exc), run_id_of(exc))
+    except DomainError as exc:
+        run_id = run_id_of(exc)
+        meta = {"agentbuilder/runId": str(run_id)} if run_id else None
+        return failed_result("invalid_request", exc.detail, meta)
+    return await answer(ctx, invocation, thread_id)
+
+
+def start(caller: Caller, name: str, arguments: dict[str, Any] | None) -> tuple[Invocation, str]:
+    """Open the run the call asks for; its thread too. Raises NotFound or PermissionDenied
+    for an agent the caller may not invoke, Invalid or DomainError for a call that cannot
+    run."""
+    agent_name, version_ref = tool_reference(name)
+    agent = selectors.agent_get_by_name(
+        user=caller.user, environment=caller.environment, name=agent_name, action=Action.INVOKE
+    )
+    request = run_request(caller, agent, version_ref, arguments)
+    return invocation_start(request), request.thread_id
+
+
+async def answer(
+    ctx: ServerRequestContext[Any, Any], invocation: Invocation, thread_id: str
+) -> CallToolResult:
+    """Run it: text as progress while it streams, then the result. A client that goes away
+    cancels this handler, and with it the run (recorded `canceled`)."""
+    encoder = ResultEncoder(invocation.run_id, invocation.answered_by, thread_id)
+
+    async def events() -> Event | None:
+        last: Event | None = None
+        async with aclosing(recorded_events(invocation)) as recorded:
+            async for event in recorded:
+                step = encoder.progress(event)
+                if step is not None:  # a no-op unless the client sent a progress token
+                    await _progress(ctx, *step)
+                last = event
+        return last
+
+    return encoder.result(await to_the_end(events()))
+
+
+async def _progress(ctx: ServerRequestContext[Any, Any], value: float, message: str) -> None:
+    try:
+        await ctx.session.report_progress(value, message=message)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+        # The response stream is gone with its client: a cancel, not a broken run.
+        raise ConnectionResetError("the client went away") from exc
+
+
+async def to_the_end(work: Coroutine[Any, Any, T]) -> T:
+    """`work` in an asyncio task of its own. The SDK cancels handlers through anyio's
+    cancel scopes, which cancel again at every await, so the run's last write (shielded
+    for one plain asyncio cancel) would be abandoned half way; here the task is cancelled
+    once and waited for, shielded, until it has recorded the run."""
+    task = asyncio.get_running_loop().create_task(work)
+    try:
+        return await asyncio.shield(task)
+    except BaseException:
+        task.cancel()
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait({task})
+        raise
+
+
+def _no_param_headers(name: str) -> None:
+    """No tool declares `Mcp-Param` headers: without this the SDK would run tools/list
+    before every call of the 2026 protocol to look for them."""
+    return None
+
+
+server: Server[Any] = Server(
+    "agentbuilder",
+    title="agentbuilder agents",
+    instructions=INSTRUCTIONS,
+    on_list_tools=list_tools,
+    on_call_tool=call_tool,
+    get_tool_input_schema=_no_param_headers,
+)

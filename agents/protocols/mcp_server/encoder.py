@@ -1,0 +1,89 @@
+"""A run's events as MCP: text deltas as progress, the last event as a CallToolResult."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from mcp_types import CallToolResult, TextContent
+
+from agentbuilder.errors import Invalid
+from agents.runtime.events import Event, ResponseCompleted, ResponseFailed, TextDelta
+
+# `_meta` keys of a result: prefixed, as the specification asks of implementation keys.
+META = "agentbuilder/"
+
+
+class ResultEncoder:
+    """One call's run: `progress` for each event, `result` for the one that ended it."""
+
+    def __init__(self, run_id: uuid.UUID, answered_by: str, thread_id: str) -> None:
+        self.meta: dict[str, Any] = {f"{META}runId": str(run_id), f"{META}agent": answered_by}
+        if thread_id:
+            self.meta[f"{META}threadId"] = thread_id
+        self.streamed = 0
+
+    def progress(self, event: Event) -> tuple[float, str] | None:
+        """(progress, message) to notify for `event`, or None. Progress counts the
+        characters streamed so far: it must grow with every notification."""
+        if not isinstance(event, TextDelta) or not event.text:
+            return None
+        self.streamed += len(event.text)
+        return float(self.streamed), event.text
+
+    def result(self, last: Event | None) -> CallToolResult:
+        if isinstance(last, ResponseCompleted):
+            return self._completed(last)
+        if isinstance(last, ResponseFailed):
+            return failed_result(last.code, last.message, self.meta)
+        # recorded_events ends every stream with one of the two; this is a bug guard.
+        return failed_result("internal_error", "the run ended without an answer", self.meta)
+
+    def _completed(self, event: ResponseCompleted) -> CallToolResult:
+        meta = dict(self.meta)
+        outputs = event.custom_outputs
+        if event.intervention is not None:
+            outputs = {**outputs, **event.intervention.custom_outputs()}
+        if outputs:
+            meta[f"{META}customOutputs"] = outputs
+        answer = event.answer_text
+        structured: dict[str, Any] | None = None
+        if isinstance(event.answer, dict):
+            structured = event.answer
+        elif event.structured is not None and event.intervention is None:
+            structured = event.structured
+        elif "sourceNodes" in event.custom_outputs:
+            structured = {"answer": answer, "sources": event.custom_outputs["sourceNodes"]}
+        return CallToolResult(
+            content=[TextContent(text=answer)],
+            structured_content=structured,
+            _meta=meta,
+        )
+
+
+def failed_result(code: str, message: str, meta: dict[str, Any] | None = None) -> CallToolResult:
+    """A run that failed, or a call refused before it ran: an error the calling model reads."""
+    return CallToolResult(
+        content=[TextContent(text=f"The agent failed ({code}): {message}")],
+        structured_content={"error": {"code": code, "message": message}},
+        is_error=True,
+        _meta=meta,
+    )
+
+
+def invalid_result(exc: Invalid, run_id: uuid.UUID | None = None) -> CallToolResult:
+    """Arguments that do not fit: each problem with the path of its field."""
+    problems = [f"{'.'.join(str(part) for part in item.loc)}: {item.msg}" for item in exc.errors]
+    meta = {f"{META}runId": str(run_id)} if run_id is not None else None
+    return CallToolResult(
+        content=[TextContent(text="Invalid arguments: " + "; ".join(problems))],
+        structured_content={
+            "error": {
+                "code": "invalid_request",
+                "message": "the arguments do not fit the tool's input schema",
+                "details": [item.as_dict() for item in exc.errors],
+            }
+        },
+        is_error=True,
+        _meta=meta,
+    )

@@ -1,0 +1,103 @@
+"""A tools/call as a run request: the tool's name picks the agent (and version), its
+arguments become the turn's message or the task's inputs."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from agentbuilder.errors import ErrorItem, Invalid
+from agentbuilder.wire import CamelModel, parse
+from agents import selectors
+from agents.llm.base import Message
+from agents.models import Agent, AgentType, Environment
+from agents.protocols.chat_completions.request import MODEL_PATTERN
+from agents.protocols.mcp_server.tools import MESSAGE_MAX_CHARS, THREAD_ID_MAX_CHARS
+from agents.runs.request import RunRequest
+
+PROTOCOL = "mcp"
+ROUTE = "the MCP server"
+# Where a call's locations start: the tools/call params, as the client sent them.
+ARGUMENTS = "arguments"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls, in which environment: read from the Bearer token before the MCP SDK
+    sees the request, and handed to the tool handlers in the ASGI scope."""
+
+    user: Any
+    environment: Environment
+
+
+class ChatArguments(CamelModel):
+    message: str = Field(min_length=1, max_length=MESSAGE_MAX_CHARS)
+    thread_id: str | None = Field(None, min_length=1, max_length=THREAD_ID_MAX_CHARS)
+
+    @field_validator("message")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the message is empty")
+        return value
+
+
+def tool_reference(name: str) -> tuple[str, str]:
+    """(agent name, version ref) of a tool name: `calculator` runs the latest version,
+    `calculator@3` or `calculator@prod` another. Raises Invalid at `name`."""
+    match = MODEL_PATTERN.fullmatch(name.strip())
+    if match is None:
+        raise Invalid.at(("name",), "name a tool: 'name' or 'name@version'")
+    version_ref = match["version"] or "latest"
+    try:
+        selectors.version_ref_parse(version_ref)
+    except Invalid:
+        raise Invalid.at(
+            ("name",), "the version after '@' must be a number, 'latest', an alias or a version id"
+        ) from None
+    return match["name"], version_ref
+
+
+def run_request(
+    caller: Caller, agent: Agent, version_ref: str, arguments: dict[str, Any] | None
+) -> RunRequest:
+    """The run of `agent` that the call's arguments ask for. Raises Invalid, located under
+    `arguments`, before any run exists when a tool or RAG agent's arguments do not fit; a
+    task agent's inputs are checked against its version's schema when the run opens."""
+    common = {
+        "user": caller.user,
+        "environment": caller.environment,
+        "agent_id": agent.pk,
+        "version_ref": version_ref,
+        "protocol": PROTOCOL,
+        "route": ROUTE,
+        "agent_types": (agent.agent_type,),
+    }
+    if agent.agent_type == AgentType.TASK:
+        return RunRequest(**common, inputs=dict(arguments or {}))
+    chat = parse(ChatArguments, arguments or {}, ARGUMENTS)
+    return RunRequest(
+        **common,
+        messages=(Message("user", chat.message),),
+        thread_id=chat.thread_id or "",
+    )
+
+
+def located_in_arguments(exc: Invalid) -> Invalid:
+    """The run path's locations (`body.inputs.…`) as this protocol's (`arguments.…`)."""
+    items = []
+    for item in exc.errors:
+        loc = item.loc
+        if loc[:2] == ("body", "inputs"):
+            loc = (ARGUMENTS, *loc[2:])
+        items.append(ErrorItem(loc, item.msg, item.type))
+    return Invalid(items, run_id=exc.run_id)
+
+
+def run_id_of(exc: Exception) -> uuid.UUID | None:
+    """The failed run a refusal was recorded as, if it got that far."""
+    run_id = getattr(exc, "run_id", None)
+    return run_id if isinstance(run_id, uuid.UUID) else None
