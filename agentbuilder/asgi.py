@@ -1,4 +1,5 @@
 import os
+from typing import Any
 
 from django.core.asgi import get_asgi_application
 
@@ -6,8 +7,24 @@ from agentbuilder.asgi_body import BodyLength
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentbuilder.settings")
 
+django_application = get_asgi_application()
+
+# Imported once Django is set up: the MCP server's handlers use the ORM.
+from agents.api.mcp_asgi import endpoint as mcp_endpoint  # noqa: E402
+from agents.api.mcp_asgi import is_mcp_path  # noqa: E402
+
+
+# Any: Django's handler and the MCP SDK (Starlette) each type ASGI's arguments their own way.
+async def route(scope: Any, receive: Any, send: Any) -> None:
+    """`/v1/mcp` to the MCP SDK's transport (agents.api.mcp_asgi), the rest to Django."""
+    if scope["type"] == "http" and is_mcp_path(scope["path"]):
+        await mcp_endpoint(scope, receive, send)
+        return
+    await django_application(scope, receive, send)
+
+
 # Chunked bodies are read (and oversized ones refused) before Django sees the request.
-application = BodyLength(get_asgi_application())
+application = BodyLength(route)
 
 # Renew this process's leases and sweep dead processes' runs and documents, from the first
 # request on (agentbuilder.liveness): with the lifespan off there is no start-up event.
