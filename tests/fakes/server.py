@@ -188,9 +188,8 @@ class FakeHandler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw
-        recorded = Recorded(
-            "POST", self.path, dict(self.headers.items()), body, tuple(self.client_address[:2])
-        )
+        host, port = self.client_address[:2]
+        recorded = Recorded("POST", self.path, dict(self.headers.items()), body, (host, port))
         response = self.fake.next_response(recorded)
         try:
             if response is None:
