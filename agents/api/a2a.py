@@ -94,15 +94,17 @@ class _JsonAnswers(BaseContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
-def _agent_seen(view: AsyncApiView, name: str) -> Agent:
-    """The agent `name` names, if the caller may READ or INVOKE it (NotFound otherwise)."""
+def _agent_seen(view: AsyncApiView, name: str) -> tuple[Agent, bool]:
+    """The agent `name` names if the caller may READ or INVOKE it (NotFound otherwise), and
+    whether it may INVOKE it."""
     user, environment = view.request.user, view.environment
     try:
-        return selectors.agent_get_by_name(
+        agent = selectors.agent_get_by_name(
             user=user, environment=environment, name=name, action=Action.INVOKE
         )
     except PermissionDenied:  # it may READ it: that is seeing it
-        return selectors.agent_get_by_name(user=user, environment=environment, name=name)
+        return selectors.agent_get_by_name(user=user, environment=environment, name=name), False
+    return agent, True
 
 
 def _endpoint_url(request: Request, name: str) -> str:
@@ -179,7 +181,7 @@ class A2AAgentCardView(AsyncApiView):
 
     def _get(self, reference: str) -> dict[str, Any]:
         name, version_ref = _reference(reference)
-        return _card(self.request, _agent_seen(self, name), reference, version_ref)
+        return _card(self.request, _agent_seen(self, name)[0], reference, version_ref)
 
 
 def _reference(reference: str) -> tuple[str, str]:
@@ -223,39 +225,41 @@ class A2AEndpointView(AsyncApiView):
     # ------------------------------------------------------------ in the first hop
 
     def _start(self, reference: str) -> _Started:
+        name, version_ref = _reference(reference)
+        agent, may_invoke = _agent_seen(self, name)  # a 404 before anything is read
         try:
             raw = self.request.body
         except RequestDataTooBig:
             raise RpcRefusal(InvalidRequestError("Payload too large"), None, Dialect.V1) from None
         call = call_parse(raw)
-        name, version_ref = _reference(reference)
-        if call.method in (Method.GET, Method.CANCEL):
-            run = self._run_of(call, name)
-            if call.method is Method.GET:
-                return _Started(
-                    call, result=result_json(run_task(run, call.history_length), call.dialect)
-                )
-            return _Started(call, cancel=self._cancelable(call, run))
-        agent = selectors.agent_get_by_name(
-            user=self.request.user, environment=self.environment, name=name, action=Action.INVOKE
-        )
+        if call.method is Method.GET:
+            task = run_task(self._run_of(call, agent, call.task_id), call.history_length)
+            return _Started(call, result=result_json(task, call.dialect))
+        if call.method is Method.CANCEL:
+            return _Started(call, cancel=self._cancelable(call, agent))
+        if not may_invoke:
+            raise PermissionDenied(
+                f"You do not have {Action.INVOKE.name} permission on this agent."
+            )
         return self._invoke(call, agent, version_ref)
 
-    def _run_of(self, call: Call, name: str) -> Run:
+    def _run_of(self, call: Call, agent: Agent, task_id: str) -> Run:
+        """The agent's run `task_id` if the caller may see it (its own, any with AUDIT)."""
         try:
-            run_id = uuid.UUID(call.task_id)
+            run_id = uuid.UUID(task_id)
         except ValueError:
-            raise call.refusal(TaskNotFoundError(f"Task '{call.task_id}' not found")) from None
+            raise call.refusal(TaskNotFoundError(f"Task '{task_id}' not found")) from None
         run = (
             selectors.runs_visible(user=self.request.user, environment=self.environment)
-            .filter(pk=run_id, agent__name__iexact=name, agent__deleted_at__isnull=True)
+            .filter(pk=run_id, agent=agent)
             .first()
         )
         if run is None:
-            raise call.refusal(TaskNotFoundError(f"Task '{call.task_id}' not found"))
+            raise call.refusal(TaskNotFoundError(f"Task '{task_id}' not found"))
         return run
 
-    def _cancelable(self, call: Call, run: Run) -> Run:
+    def _cancelable(self, call: Call, agent: Agent) -> Run:
+        run = self._run_of(call, agent, call.task_id)
         if run.status != RunStatus.IN_PROGRESS:
             raise call.refusal(
                 TaskNotCancelableError(f"Task '{run.pk}' is {run.status}: it cannot be canceled")
@@ -270,7 +274,7 @@ class A2AEndpointView(AsyncApiView):
         message = call.message
         assert message is not None
         if message.task_id:
-            self._run_of(call, agent.name)  # -32001 unless it is a task the caller may see
+            self._run_of(call, agent, message.task_id)  # -32001 unless the caller sees it
             raise call.refusal(
                 UnsupportedOperationError(
                     "A task ends with its answer and takes no further messages: send a new "

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from a2a.server.request_handlers.response_helpers import build_error_response
+from a2a.server.request_handlers.response_helpers import EXCEPTION_MAP, build_error_response
 from a2a.utils.errors import (
     JSON_RPC_ERROR_CODE_MAP,
     A2AError,
@@ -60,7 +60,7 @@ def from_invalid(exc: Invalid, locate: Any) -> InvalidParamsError:
 
 def error_body(request_id: RequestId, error: A2AError, dialect: Dialect) -> dict[str, Any]:
     """The JSON-RPC error response."""
-    if dialect is Dialect.V1:
+    if dialect is Dialect.V1 and type(error) in EXCEPTION_MAP:  # the SDK's details
         return build_error_response(request_id, error)
     code = JSON_RPC_ERROR_CODE_MAP.get(type(error), JSON_RPC_ERROR_CODE_MAP[InternalError])
     body: dict[str, Any] = {"code": code, "message": error.message}

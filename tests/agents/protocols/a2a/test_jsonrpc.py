@@ -1,0 +1,209 @@
+"""The A2A endpoint's JSON-RPC refusals, over plain HTTP: each in an HTTP 200 body with A2A's
+code, in the dialect of the method called, naming the params path at fault; and none of them
+leaves a run behind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from agents.examples import CALCULATOR, SUMMARIZER
+from agents.models import Agent, Run
+
+URL = "/v1/a2a/Calculator"
+
+
+@pytest.fixture
+def calculator(make_agent: Any) -> Agent:
+    return make_agent("Calculator", "tool", config=CALCULATOR["config"])
+
+
+def rpc(client: APIClient, method: str, params: Any, url: str = URL, **extra: Any) -> Any:
+    body = {"jsonrpc": "2.0", "id": 7, "method": method, "params": params, **extra}
+    answer = client.post(url, body, format="json")
+    assert answer.status_code == 200, answer.content
+    return answer.json()
+
+
+def legacy(*parts: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    message = {"kind": "message", "messageId": "m-1", "role": "user", "parts": list(parts)}
+    return {"message": message | fields}
+
+
+def error(body: dict[str, Any]) -> dict[str, Any]:
+    assert "result" not in body
+    assert body["jsonrpc"] == "2.0"
+    return body["error"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.django_db
+def test_a_body_that_is_not_json_is_a_parse_error(owner_client: APIClient, calculator: Agent):
+    answer = owner_client.post(URL, b"{nope", content_type="application/json")
+
+    assert answer.status_code == 200
+    assert answer.json()["id"] is None
+    assert answer.json()["error"]["code"] == -32700
+
+
+@pytest.mark.django_db
+def test_a_batch_or_a_bad_envelope_is_an_invalid_request(
+    owner_client: APIClient, calculator: Agent
+) -> None:
+    batch = owner_client.post(URL, [{"jsonrpc": "2.0", "id": 1}], format="json").json()
+    assert error(batch)["code"] == -32600
+    assert "batch" in error(batch)["message"]
+    old = owner_client.post(URL, {"jsonrpc": "1.0", "id": 2, "method": "tasks/get"}, format="json")
+    assert old.status_code == 200
+    assert old.json()["id"] == 2
+    assert error(old.json())["code"] == -32600
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("method", ["tasks/resubscribe", "ListTasks", "nope"])
+def test_an_unsupported_method_is_method_not_found(
+    owner_client: APIClient, calculator: Agent, method: str
+) -> None:
+    assert error(rpc(owner_client, method, {}))["code"] == -32601
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("params", "path"),
+    [
+        ({}, ["params", "message"]),
+        (legacy({"kind": "text"}), ["params", "message", "parts", 0, "text"]),
+        (legacy(), ["params", "message", "parts"]),
+        (legacy({"kind": "text", "text": "hi"}, role="agent"), ["params", "message", "role"]),
+        (legacy({"kind": "text", "text": "  "}), ["params", "message", "parts"]),
+        (
+            legacy({"kind": "file", "file": {"uri": "https://example.invalid/a.pdf"}}),
+            ["params", "message", "parts", 0],
+        ),
+    ],
+)
+def test_bad_params_are_invalid_params_naming_the_field_and_start_no_run(
+    owner_client: APIClient, calculator: Agent, params: dict[str, Any], path: list[Any]
+) -> None:
+    refused = error(rpc(owner_client, "message/send", params))
+
+    assert refused["code"] == -32602
+    assert refused["data"]["path"] == path
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_10_error_carries_the_path_in_the_sdks_error_details(
+    owner_client: APIClient, calculator: Agent
+) -> None:
+    refused = error(rpc(owner_client, "SendMessage", {"message": {"messageId": "m-1"}}))
+
+    assert refused["code"] == -32602
+    info, bad_request = refused["data"]
+    assert info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
+    assert info["reason"] == "INVALID_PARAMS"
+    assert info["metadata"]["path"] == ["params", "message", "role"]
+    assert bad_request["fieldViolations"] == [
+        {"field": "params.message.role", "description": "the message's role must be user"}
+    ]
+
+
+@pytest.mark.django_db
+def test_a_task_agent_reads_json_in_a_text_part_and_refuses_a_message_without_inputs(
+    owner_client: APIClient, make_agent: Any
+) -> None:
+    make_agent("summarizer", "task", config=SUMMARIZER["config"])
+    url = "/v1/a2a/summarizer"
+
+    done = rpc(
+        owner_client, "message/send", legacy({"kind": "text", "text": '{"text": "Hi."}'}), url
+    )
+    assert done["result"]["status"]["state"] == "completed"
+    refused = error(rpc(owner_client, "message/send", legacy({"kind": "text", "text": "Hi."}), url))
+    assert refused["code"] == -32602
+    assert refused["data"]["path"] == ["params", "message", "parts"]
+    listed = error(
+        rpc(owner_client, "message/send", legacy({"kind": "data", "data": {"text": 3}}), url)
+    )
+    assert listed["data"]["path"] == ["params", "message", "parts", 0, "data", "text"]
+    assert Run.objects.filter(status="in_progress").count() == 0
+
+
+@pytest.mark.django_db
+def test_tasks_that_are_not_there_are_task_not_found(
+    owner_client: APIClient, calculator: Agent
+) -> None:
+    for task_id in ("not-a-uuid", "6f1c1f7e-1d7b-4cf3-9a57-5f1d8a1c0b11"):
+        assert error(rpc(owner_client, "tasks/get", {"id": task_id}))["code"] == -32001
+        assert error(rpc(owner_client, "tasks/cancel", {"id": task_id}))["code"] == -32001
+    missing = error(rpc(owner_client, "GetTask", {}))
+    assert missing["code"] == -32602
+    assert missing["data"][0]["metadata"]["path"] == ["params", "id"]
+
+
+@pytest.mark.django_db
+def test_a_task_of_another_agent_is_not_found_on_this_one(
+    owner_client: APIClient, calculator: Agent, make_agent: Any
+) -> None:
+    make_agent("Other", "tool", config=CALCULATOR["config"])
+    sent = rpc(owner_client, "message/send", legacy({"kind": "text", "text": "What is 3 x 5?"}))
+    task_id = sent["result"]["id"]
+
+    assert rpc(owner_client, "tasks/get", {"id": task_id})["result"]["id"] == task_id
+    other = error(rpc(owner_client, "tasks/get", {"id": task_id}, url="/v1/a2a/Other"))
+    assert other["code"] == -32001
+
+
+@pytest.mark.django_db
+def test_a_message_to_a_finished_task_is_refused_and_points_to_its_context(
+    owner_client: APIClient, calculator: Agent
+) -> None:
+    sent = rpc(owner_client, "message/send", legacy({"kind": "text", "text": "What is 3 x 5?"}))
+    task_id = sent["result"]["id"]
+
+    again = legacy({"kind": "text", "text": "And 4 x 4?"}, taskId=task_id)
+    refused = error(rpc(owner_client, "message/send", again))
+    assert refused["code"] == -32004
+    assert "contextId" in refused["message"]
+    unknown = legacy({"kind": "text", "text": "?"}, taskId="6f1c1f7e-1d7b-4cf3-9a57-5f1d8a1c0b11")
+    assert error(rpc(owner_client, "message/send", unknown))["code"] == -32001
+    assert Run.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_finished_task_reads_back_with_its_history_cut_to_length(
+    owner_client: APIClient, calculator: Agent
+) -> None:
+    sent = rpc(owner_client, "message/send", legacy({"kind": "text", "text": "What is 3 x 5?"}))
+    task = sent["result"]
+
+    read = rpc(owner_client, "tasks/get", {"id": task["id"]})["result"]
+    assert (read["kind"], read["status"]["state"]) == ("task", "completed")
+    assert read["artifacts"][0]["parts"] == task["artifacts"][0]["parts"]
+    assert [m["role"] for m in read["history"]] == ["user", "agent"]
+    assert read["history"][0]["parts"] == [{"kind": "text", "text": "What is 3 x 5?"}]
+    assert read["metadata"]["protocol"] == "a2a"
+    last = rpc(owner_client, "tasks/get", {"id": task["id"], "historyLength": 1})["result"]
+    assert last["history"] == read["history"][-1:]
+    none = rpc(owner_client, "GetTask", {"id": task["id"], "historyLength": 0})["result"]
+    assert "history" not in none
+    assert none["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+@pytest.mark.django_db
+def test_a_version_is_named_after_the_at_and_an_unknown_agent_is_404(
+    owner_client: APIClient, calculator: Agent
+) -> None:
+    sent = rpc(
+        owner_client,
+        "message/send",
+        legacy({"kind": "text", "text": "What is 3 x 5?"}),
+        url=URL + "@1",
+    )
+    assert Run.objects.get(pk=sent["result"]["id"]).version.number == 1
+    card = owner_client.get(URL + "@1/.well-known/agent-card.json").json()
+    assert card["url"].endswith("/v1/a2a/Calculator@1")
+    missing = owner_client.post("/v1/a2a/Nobody", {"jsonrpc": "2.0"}, format="json")
+    assert missing.status_code == 404
+    assert owner_client.get("/v1/a2a/Calculator@9/.well-known/agent-card.json").status_code == 404
