@@ -1,5 +1,6 @@
 """What each protocol costs: one agent version served by invoke, invoke-stream, respond,
-chat/completions and process, on one uvicorn server with the offline model.
+chat/completions, process and the MCP server's tools/call, on one uvicorn server with the
+offline model.
 
     .venv/bin/python bench/protocols_overhead.py [--quick] [--db private|shared]
 
@@ -104,6 +105,26 @@ def _process_text(content: bytes) -> str:
     return str(body["output"][-1]["content"][0]["text"])
 
 
+def _mcp_result(content: bytes) -> dict[str, Any]:
+    """The JSON-RPC result at the end of a tools/call's SSE answer."""
+    last = json.loads(_sse(content)[-1])
+    assert "result" in last, f"last message {last}"
+    result: dict[str, Any] = last["result"]
+    assert not result.get("isError"), f"an error result: {result['content']}"
+    return result
+
+
+def _mcp_text(content: bytes) -> str:
+    return str(_mcp_result(content)["content"][0]["text"])
+
+
+def _mcp_run_id(content: bytes) -> str | None:
+    try:
+        return str(_mcp_result(content)["_meta"]["agentbuilder/runId"])
+    except (AssertionError, ValueError, LookupError):
+        return None
+
+
 def _process_stream_text(content: bytes) -> str:
     objects = [json.loads(payload) for payload in _sse(content)]
     last = objects[-1]
@@ -120,10 +141,13 @@ def _process_stream_text(content: bytes) -> str:
 @dataclass(frozen=True)
 class Route:
     name: str
-    path: str
-    body: Callable[[str], dict[str, Any]]
+    path: str  # after the version's URL; one starting with "/" is the server's own path
+    body: Callable[[str, str], dict[str, Any]]  # (message, agent name)
     text: Callable[[bytes], str]  # the answer's final text; AssertionError when malformed
     shows_call: bool = True  # whether the answer carries the tool call
+    headers: tuple[tuple[str, str], ...] = ()
+    # The run's id from the answer's body, for a protocol whose answer has no X-Run-Id.
+    run_id: Callable[[bytes], str | None] | None = None
 
 
 def _messages(text: str) -> list[dict[str, Any]]:
@@ -134,29 +158,52 @@ def _input(text: str) -> list[dict[str, Any]]:
     return [{"role": "user", "content": [{"type": "text", "text": text}]}]
 
 
+def _tools_call(text: str, agent: str) -> dict[str, Any]:
+    arguments = {"message": text}
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": agent, "arguments": arguments, "_meta": {"progressToken": 1}},
+    }
+
+
 ROUTES = (
-    Route("invoke", "invoke", lambda t: {"messages": _messages(t)}, _invoke_text),
-    Route("invoke-stream", "invoke-stream", lambda t: {"messages": _messages(t)}, _ndjson_text),
-    Route("respond", "respond", lambda t: {"messages": _messages(t)}, _respond_text),
+    Route("invoke", "invoke", lambda t, _: {"messages": _messages(t)}, _invoke_text),
+    Route("invoke-stream", "invoke-stream", lambda t, _: {"messages": _messages(t)}, _ndjson_text),
+    Route("respond", "respond", lambda t, _: {"messages": _messages(t)}, _respond_text),
     Route(
         "chat/completions",
         "chat/completions",
-        lambda t: {"messages": _messages(t), "stream": False},
+        lambda t, _: {"messages": _messages(t), "stream": False},
         _chat_text,
         shows_call=False,  # a chat.completion holds the final message only
     ),
     Route(
         "chat/completions stream",
         "chat/completions",
-        lambda t: {"messages": _messages(t), "stream": True},
+        lambda t, _: {"messages": _messages(t), "stream": True},
         _chat_stream_text,
     ),
-    Route("process", "process", lambda t: {"input": _input(t), "stream": False}, _process_text),
+    Route("process", "process", lambda t, _: {"input": _input(t), "stream": False}, _process_text),
     Route(
         "process stream",
         "process",
-        lambda t: {"input": _input(t), "stream": True},
+        lambda t, _: {"input": _input(t), "stream": True},
         _process_stream_text,
+    ),
+    # The SDK's 2025 transport (stateless: no initialize), SSE with the text as progress.
+    Route(
+        "mcp tools/call",
+        "/v1/mcp",
+        _tools_call,
+        _mcp_text,
+        shows_call=False,  # a tool result holds the answer only
+        headers=(
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ),
+        run_id=_mcp_run_id,
     ),
 )
 
@@ -168,6 +215,7 @@ class Case:
     route: Route
     message: str
     url: str
+    agent: str  # its name, for a protocol that names the agent in the body
     expected: str = ""
     tool: bool = False
 
@@ -218,10 +266,10 @@ async def load_case(
     checked."""
     result = Measured(requests=total)
     numbers = iter(range(total))
-    body = case.route.body(case.message)
+    body = case.route.body(case.message, case.agent)
 
     async def worker(token: str) -> None:
-        headers = {"Authorization": f"Bearer {token}"}
+        headers = {"Authorization": f"Bearer {token}", **dict(case.route.headers)}
         for _ in numbers:
             started = time.perf_counter()
             try:
@@ -233,7 +281,10 @@ async def load_case(
             result.latencies.append(time.perf_counter() - started)  # the whole body read
             result.statuses[response.status_code] += 1
             result.received += len(response.content)
-            if run_id := response.headers.get("X-Run-Id"):
+            run_id = response.headers.get("X-Run-Id")
+            if run_id is None and case.route.run_id is not None:
+                run_id = case.route.run_id(response.content)
+            if run_id:
                 result.run_ids.add(run_id)
             if response.status_code != 200:
                 result.failures.append(
@@ -279,24 +330,26 @@ class Results:
 async def measure(server: Server, data: BenchData, sizes: Sizes) -> Results:
     base = f"{server.url}/v1/agents/{data.agent_id}/versions/latest"
     bare_url = f"{server.url}/bench/bare"
-    cases = [
-        Case(route, message, f"{base}/{route.path}", tool=message == TOOL)
-        for message in (TEXT, TOOL)
-        for route in ROUTES
-    ]
     limits = httpx.Limits(
         max_connections=sizes.concurrency, max_keepalive_connections=sizes.concurrency
     )
     calls = 0
     async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+        headers = {"Authorization": f"Bearer {data.tokens[0]}"}
+        agent = await client.get(f"{server.url}/v1/agents/{data.agent_id}", headers=headers)
+        name = str(agent.raise_for_status().json()["name"])
+        cases = [
+            Case(route, message, _url(server.url, base, route.path), name, tool=message == TOOL)
+            for message in (TEXT, TOOL)
+            for route in ROUTES
+        ]
         # Native invoke's answer to each message is what every protocol must say.
         answers: dict[bool, str] = {}
         samples: dict[bool, dict[str, Any]] = {}
-        headers = {"Authorization": f"Bearer {data.tokens[0]}"}
         for case in cases:
             if case.route.name == "invoke":
                 response = await client.post(
-                    case.url, json=case.route.body(case.message), headers=headers
+                    case.url, json=case.route.body(case.message, name), headers=headers
                 )
                 response.raise_for_status()
                 calls += 1
@@ -330,6 +383,10 @@ async def measure(server: Server, data: BenchData, sizes: Sizes) -> Results:
             calls += sizes.block * len(cases)
     sent = calls + sizes.warmup + sizes.total  # the bare view's
     return Results(cases, loads, bare, calls, sent, answers, warmup_failures)
+
+
+def _url(server: str, base: str, path: str) -> str:
+    return f"{server}{path}" if path.startswith("/") else f"{base}/{path}"
 
 
 def report(results: Results, sizes: Sizes) -> int:
