@@ -4,10 +4,14 @@ leaves a run behind."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.core.cache import cache
+from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
+from rest_framework.throttling import SimpleRateThrottle
 
 from agents.examples import CALCULATOR, SUMMARIZER
 from agents.models import Agent, Run
@@ -207,3 +211,48 @@ def test_a_version_is_named_after_the_at_and_an_unknown_agent_is_404(
     missing = owner_client.post("/v1/a2a/Nobody", {"jsonrpc": "2.0"}, format="json")
     assert missing.status_code == 404
     assert owner_client.get("/v1/a2a/Calculator@9/.well-known/agent-card.json").status_code == 404
+
+
+@pytest.fixture
+def rates(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    def set_rates(**changed: str) -> None:
+        framework = settings.REST_FRAMEWORK
+        rates = {**framework["DEFAULT_THROTTLE_RATES"], **changed}
+        settings.REST_FRAMEWORK = {**framework, "DEFAULT_THROTTLE_RATES": rates}
+        # DRF copies the rates onto the throttle class when it is defined.
+        monkeypatch.setattr(
+            SimpleRateThrottle, "THROTTLE_RATES", api_settings.DEFAULT_THROTTLE_RATES
+        )
+
+    cache.clear()  # throttle history lives in the cache
+    return set_rates
+
+
+@pytest.mark.django_db
+def test_the_endpoint_is_throttled_per_user_as_the_invoke_routes(
+    owner_client: APIClient, calculator: Agent, rates: Callable[..., None]
+) -> None:
+    rates(user="2/min")
+    ask = legacy({"kind": "text", "text": "What is 3 x 5?"})
+    for _ in range(2):
+        assert "result" in rpc(owner_client, "message/send", ask)
+
+    throttled = owner_client.post(
+        URL, {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": ask}, format="json"
+    )
+
+    assert throttled.status_code == 429
+    assert 1 <= int(throttled["Retry-After"]) <= 61
+    assert Run.objects.count() == 2
+    cache.clear()
+
+
+@pytest.mark.django_db
+def test_a_streaming_client_without_a_token_gets_a_json_401(calculator: Agent) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {}}
+
+    refused = APIClient().post(URL, body, format="json", HTTP_ACCEPT="text/event-stream")
+
+    assert refused.status_code == 401
+    assert refused["Content-Type"] == "application/json"
+    assert refused.json()["detail"]
