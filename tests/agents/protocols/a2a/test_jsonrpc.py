@@ -4,6 +4,7 @@ leaves a run behind."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -13,8 +14,9 @@ from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
 
-from agents.examples import CALCULATOR, SUMMARIZER
+from agents.examples import CALCULATOR, PERSON_EXTRACTOR, SUMMARIZER
 from agents.models import Agent, Run
+from retrieval.services import document_create
 
 URL = "/v1/a2a/Calculator"
 
@@ -256,3 +258,55 @@ def test_a_streaming_client_without_a_token_gets_a_json_401(calculator: Agent) -
     assert refused.status_code == 401
     assert refused["Content-Type"] == "application/json"
     assert refused.json()["detail"]
+
+
+@pytest.mark.django_db
+def test_a_structured_answer_is_a_data_part_beside_its_text(
+    owner_client: APIClient, make_agent: Any
+) -> None:
+    make_agent("PersonExtractor", "tool", config=PERSON_EXTRACTOR["config"])
+    text = 'Extract the person: "John Doe" is 35 and works as a software engineer.'
+
+    task = rpc(
+        owner_client,
+        "message/send",
+        legacy({"kind": "text", "text": text}),
+        url="/v1/a2a/PersonExtractor",
+    )["result"]
+
+    text_part, data_part = task["artifacts"][0]["parts"]
+    person = Run.objects.get(pk=task["id"]).output
+    assert data_part == {"kind": "data", "data": person}
+    assert person["name"] == "John Doe"
+    assert person["age"] == 35  # an int, as the model gave it, not protobuf's 35.0
+    assert json.loads(text_part["text"]) == person
+
+
+@pytest.mark.django_db
+def test_a_rag_answer_carries_its_sources_in_the_artifacts_metadata(
+    owner_client: APIClient,
+    make_agent: Any,
+    env: Any,
+    admin_user: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        document_create(
+            environment_id=env.pk,
+            user=admin_user,
+            title="Handbook",
+            data=b"The vacation policy grants 25 days of paid leave a year.",
+            media_type="text/plain",
+        )
+    make_agent("helper", "rag")
+    ask = legacy({"kind": "text", "text": "How many vacation days do I get?"})
+
+    task = rpc(owner_client, "message/send", ask, url="/v1/a2a/helper")["result"]
+
+    assert task["status"]["state"] == "completed"
+    [artifact] = task["artifacts"]
+    sources = artifact["metadata"]["customOutputs"]["sourceNodes"]
+    assert "25 days" in json.dumps(sources)
+    assert artifact["parts"][0]["text"]
+    card = owner_client.get("/v1/a2a/helper/.well-known/agent-card.json").json()
+    assert [skill["tags"] for skill in card["skills"]] == [["rag"]]
