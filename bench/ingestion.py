@@ -2,7 +2,7 @@
 every one is ready, through a real Celery worker and in process (eager).
 
     .venv/bin/python bench/ingestion.py [--quick] [--db private|shared] [--pool prefork|solo]
-                                        [--concurrency N]
+                                        [--concurrency N] [--paths celery-noreuse,celery,...]
 
 200 plain-text documents of about 20 chunks (`--quick`: 40), written from the same
 vocabulary as bench/retrieval_search.py, embedded by the local embedder (384 dimensions).
@@ -22,6 +22,7 @@ vocabulary as bench/retrieval_search.py, embedded by the local embedder (384 dim
   functions it calls); with INGESTION_WORKERS=2 (the default) two threads of this process
   ingest after each commit, timed until `ingestion_wait` returns.
 
+`--paths` runs some of the four (celery-noreuse, celery, caller, threads), in that order.
 Both start from empty tables (the bench database's documents and chunks are deleted first).
 Prints figures; asserts nothing about time. Exits 1 when a document is not ready.
 """
@@ -62,6 +63,7 @@ from retrieval_search import DEPARTMENTS, DIM, DOC_TYPES, YEARS, chunk_text, voc
 PARAGRAPHS = 34  # about 20 chunks of CHUNK_TOKENS=256 with CHUNK_OVERLAP=32
 POLL = 0.02
 WARM_UP = 4  # documents through each worker before the timed run
+PATHS = ("celery-noreuse", "celery", "caller", "threads")
 
 
 @dataclass(frozen=True)
@@ -509,7 +511,15 @@ def main() -> int:
     parser = arguments(__doc__.splitlines()[0], db="private")
     parser.add_argument("--pool", choices=("prefork", "solo"), default="prefork")
     parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument(
+        "--paths",
+        default=",".join(PATHS),
+        help=f"which paths to run, comma-separated, of {', '.join(PATHS)} (default: all)",
+    )
     args = parser.parse_args()
+    paths = [p for p in args.paths.split(",") if p]
+    if unknown := set(paths) - set(PATHS):
+        parser.error(f"unknown paths: {', '.join(sorted(unknown))}")
     require(programs=["redis-server"])
     count = 40 if args.quick else 200
     print(machine())
@@ -522,7 +532,9 @@ def main() -> int:
     try:
         db = prepare(args.db)
         try:
-            return measure(db, count, redis.url, pool=args.pool, concurrency=args.concurrency)
+            return measure(
+                db, count, redis.url, pool=args.pool, concurrency=args.concurrency, paths=paths
+            )
         finally:
             db.close()
     finally:
@@ -530,7 +542,9 @@ def main() -> int:
         print(f"done; {machine()}")
 
 
-def measure(db: Database, count: int, broker: str, *, pool: str, concurrency: int) -> int:
+def measure(
+    db: Database, count: int, broker: str, *, pool: str, concurrency: int, paths: list[str]
+) -> int:
     from django.conf import settings
 
     uploads = documents(count, seed=1)
@@ -540,12 +554,15 @@ def measure(db: Database, count: int, broker: str, *, pool: str, concurrency: in
         f"CHUNK_TOKENS={settings.CHUNK_TOKENS}, CHUNK_OVERLAP={settings.CHUNK_OVERLAP}, "
         f"EMBEDDING_PROVIDER={settings.EMBEDDING_PROVIDER}, EMBEDDING_DIM={settings.EMBEDDING_DIM}"
     )
-    runs = [
-        celery_run(db, uploads, broker, pool=pool, concurrency=concurrency, reuse=False),
-        celery_run(db, uploads, broker, pool=pool, concurrency=concurrency),
-        eager_run(db, uploads),
-        eager_run(db, uploads, workers=2),
-    ]
+    runners: dict[str, Callable[[], Run]] = {
+        "celery-noreuse": lambda: celery_run(
+            db, uploads, broker, pool=pool, concurrency=concurrency, reuse=False
+        ),
+        "celery": lambda: celery_run(db, uploads, broker, pool=pool, concurrency=concurrency),
+        "caller": lambda: eager_run(db, uploads),
+        "threads": lambda: eager_run(db, uploads, workers=2),
+    }
+    runs = [runners[path]() for path in PATHS if path in paths]
     print()
     ok = report(runs)
     print(f"every document ready: {'yes' if ok else 'NO'}")

@@ -386,7 +386,7 @@ def _copy_documents(conn: Any, specs: list[DocumentSpec], environment_id: Any, r
     now = datetime.now(UTC)
     columns = (
         "id, environment_id, title, doc_type, metadata, source_name, media_type, source,"
-        " status, error, created_at, ingested_at, chunk_count"
+        " status, error, created_at, ingested_at, chunk_count, idempotency_key"
     )
     with (
         conn.cursor() as cursor,
@@ -408,6 +408,7 @@ def _copy_documents(conn: Any, specs: list[DocumentSpec], environment_id: Any, r
                     now,
                     now,
                     CHUNKS_PER_DOCUMENT,  # as ingestion records it; search reads it
+                    "",  # no Idempotency-Key (the column has no database default)
                 )
             )
 

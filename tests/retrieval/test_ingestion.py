@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
+from django.db import DataError, connection
+from django.test.utils import CaptureQueriesContext
 
 from retrieval import services
-from retrieval.chunking import count_tokens
+from retrieval.chunking import count_tokens, split
 from retrieval.embedders.base import EmbeddingError
 from retrieval.models import Chunk, Document, DocumentStatus
 from retrieval.services import (
@@ -262,3 +265,85 @@ def test_a_document_deleted_before_its_task_runs_is_skipped(
 
     assert not Chunk.objects.filter(document_id=document.pk).exists()
     assert document_ingest(document_id=document.pk) == DocumentStatus.FAILED
+
+
+def test_every_chunk_is_stored_with_its_vector_as_the_column_holds_it(
+    add_document, small_chunks, settings
+):
+    document = add_document(TEXT)
+
+    pieces = split(TEXT, size=settings.CHUNK_TOKENS, overlap=settings.CHUNK_OVERLAP)
+    vectors = document_embedder().embed([p.text for p in pieces])
+    stored = list(Chunk.objects.filter(document=document).order_by("position"))
+    assert [(c.position, c.text, c.token_count, c.start, c.end) for c in stored] == [
+        (p.position, p.text, p.token_count, p.start, p.end) for p in pieces
+    ]
+    # The column is float4: each component is the float32 nearest the embedder's, exactly.
+    for chunk, vector in zip(stored, vectors, strict=True):
+        assert np.array_equal(np.array(chunk.embedding, np.float32), np.array(vector, np.float32))
+    assert Document.objects.get(pk=document.pk).chunk_count == len(pieces) > 3
+
+
+def test_a_row_refused_midway_through_the_copy_leaves_the_earlier_chunks(
+    add_document, small_chunks, settings
+):
+    document = add_document(TEXT)
+    before = snapshot(document)
+    other = "A different text. " * 40
+    pieces = split(other, size=settings.CHUNK_TOKENS, overlap=settings.CHUNK_OVERLAP)
+    vectors = document_embedder().embed([p.text for p in pieces])
+    middle = len(pieces) // 2
+    vectors[middle] = [float("nan")] * settings.EMBEDDING_DIM  # pgvector refuses NaN
+    assert 0 < middle < len(pieces) - 1
+
+    with pytest.raises(DataError, match="NaN"):
+        services._store(document.pk, pieces, vectors)
+
+    # _store's own transaction took back the old chunks' DELETE and the rows sent before
+    # the refused one, together.
+    assert snapshot(document) == before
+    assert Document.objects.get(pk=document.pk).chunk_count == len(before)
+
+
+class NanHalfway:
+    """The local embedder, except that the vector of the middle text is not a number."""
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        vectors = document_embedder().embed(texts)
+        vectors[len(vectors) // 2] = [float("nan")] * self.dimension
+        return vectors
+
+
+def test_a_vector_the_database_refuses_fails_the_document_with_no_chunks(
+    add_document, small_chunks, monkeypatch, settings, django_capture_on_commit_callbacks
+):
+    document = add_document(TEXT)
+    monkeypatch.setattr(services, "document_embedder", lambda: NanHalfway(settings.EMBEDDING_DIM))
+    with django_capture_on_commit_callbacks(execute=True):
+        document_reingest(document=document)
+
+    failed = Document.objects.get(pk=document.pk)
+    assert (failed.status, failed.chunk_count) == (DocumentStatus.FAILED, 0)
+    assert "NaN" in failed.error
+    assert not Chunk.objects.filter(document=document).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_only_the_ingestion_commit_skips_the_wal_flush(env, admin_user):
+    with CaptureQueriesContext(connection) as captured:
+        document = document_create(
+            environment_id=env.pk,
+            user=admin_user,
+            title="Async commit",
+            data=TEXT.encode(),
+            media_type="text/plain",
+        )  # autocommit: ingested in this thread as the upload commits
+
+    assert Document.objects.get(pk=document.pk).status == DocumentStatus.READY
+    assert "SET LOCAL synchronous_commit = off" in [q["sql"] for q in captured]
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone() == ("on",)  # the session's own setting is back
