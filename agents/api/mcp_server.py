@@ -25,7 +25,6 @@ from mcp_types import (
 from agentbuilder.db import in_db
 from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
 from agents import selectors
-from agents.permissions import Action
 from agents.protocols.mcp_server.encoder import ResultEncoder, failed_result, invalid_result
 from agents.protocols.mcp_server.request import (
     Caller,
@@ -90,10 +89,12 @@ async def call_tool(
     _belongs_to_request(ctx)
     try:
         invocation, thread_id = await in_db(start)(caller_of(ctx), params.name, params.arguments)
-    except (NotFound, PermissionDenied) as exc:
-        # Not a run: the tool itself is unknown to this caller (the specification's
-        # protocol error), with the same words the REST API would use.
-        raise MCPError(INVALID_PARAMS, f"Unknown tool '{params.name}': {exc.detail}") from None
+    except NotFound:
+        # Not a run: the tool is unknown to this caller (the specification's protocol
+        # error); the same words whether or not an agent of that name exists.
+        raise MCPError(INVALID_PARAMS, f"Unknown tool '{params.name}'.") from None
+    except PermissionDenied as exc:  # it may READ the agent, so it knows it exists
+        raise MCPError(INVALID_PARAMS, f"Tool '{params.name}': {exc.detail}") from None
     except Invalid as exc:
         return invalid_result(located_in_arguments(exc), run_id_of(exc))
     except DomainError as exc:
@@ -108,9 +109,13 @@ def start(caller: Caller, name: str, arguments: dict[str, Any] | None) -> tuple[
     for an agent the caller may not invoke, Invalid or DomainError for a call that cannot
     run."""
     agent_name, version_ref = tool_reference(name)
-    agent = selectors.agent_get_by_name(
-        user=caller.user, environment=caller.environment, name=agent_name, action=Action.INVOKE
-    )
+    user, environment = caller.user, caller.environment
+    agent_id = selectors.agent_id_by_name(environment=environment, name=agent_name)
+    if agent_id is None:
+        raise NotFound(f"Agent '{agent_name}' not found.")
+    # Before the arguments are read: what they say must not hint at an agent the caller
+    # may not invoke.
+    agent = selectors.agent_get_to_invoke(user=user, environment=environment, agent_id=agent_id)
     request = run_request(caller, agent, version_ref, arguments)
     return invocation_start(request), request.thread_id
 

@@ -330,13 +330,18 @@ def test_a_caller_without_invoke_is_refused_and_no_run_opens(
     grant(reader, Action.READ, calculator)
     stranger = UserFactory(username="nobody")
 
-    async def call(client: Any) -> str:
-        with pytest.raises(MCPError) as refused:
-            await client.call_tool("Calculator", {"message": "What is 3 x 5?"})
-        return refused.value.message
+    async def call(client: Any) -> list[str]:
+        refusals = []
+        # Bad arguments too: what they would say must not hint at the agent.
+        for arguments in ({"message": "What is 3 x 5?"}, {}):
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("Calculator", arguments)
+            refusals.append(refused.value.message)
+        return refusals
 
-    assert "INVOKE" in with_client(port, reader, era, call)
-    assert "not found" in with_client(port, stranger, era, call)
+    assert all("INVOKE" in said for said in with_client(port, reader, era, call))
+    unseen = with_client(port, stranger, era, call)
+    assert unseen == ["Unknown tool 'Calculator'."] * 2
     assert not Run.objects.exists()
 
 
