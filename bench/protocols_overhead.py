@@ -1,6 +1,6 @@
 """What each protocol costs: one agent version served by invoke, invoke-stream, respond,
-chat/completions, process and the MCP server's tools/call, on one uvicorn server with the
-offline model.
+chat/completions, process, the MCP server's tools/call and A2A's message/send and
+message/stream, on one uvicorn server with the offline model.
 
     .venv/bin/python bench/protocols_overhead.py [--quick] [--db private|shared]
 
@@ -158,6 +158,36 @@ def _input(text: str) -> list[dict[str, Any]]:
     return [{"role": "user", "content": [{"type": "text", "text": text}]}]
 
 
+def _a2a_text(content: bytes) -> str:
+    task = json.loads(content)["result"]
+    assert task["kind"] == "task", f"a {task['kind']}, not a task"
+    assert task["status"]["state"] == "completed", f"task {task['status']['state']}"
+    return "".join(p["text"] for p in task["artifacts"][0]["parts"] if p["kind"] == "text")
+
+
+def _a2a_stream_text(content: bytes) -> str:
+    updates = [json.loads(payload)["result"] for payload in _sse(content)]
+    assert updates[0]["kind"] == "task", f"first update a {updates[0]['kind']}"
+    last = updates[-1]
+    assert last["kind"] == "status-update", f"last update a {last['kind']}"
+    assert last["status"]["state"] == "completed", f"task {last['status']['state']}"
+    text = ""  # the artifact as A2A assembles it: append adds, a chunk without it starts over
+    for update in updates:
+        if update["kind"] == "artifact-update":
+            piece = "".join(p["text"] for p in update["artifact"]["parts"] if p["kind"] == "text")
+            text = text + piece if update.get("append") else piece
+    return text
+
+
+def _a2a(method: str) -> Callable[[str, str], dict[str, Any]]:
+    def body(text: str, agent: str) -> dict[str, Any]:
+        part = {"kind": "text", "text": text}
+        message = {"kind": "message", "messageId": "m-1", "role": "user", "parts": [part]}
+        return {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"message": message}}
+
+    return body
+
+
 def _tools_call(text: str, agent: str) -> dict[str, Any]:
     arguments = {"message": text}
     return {
@@ -205,6 +235,10 @@ ROUTES = (
         ),
         run_id=_mcp_run_id,
     ),
+    # A2A (0.3's method names) at the agent's endpoint, by name: a task (its artifact, the
+    # call not shown), or its updates as SSE (the call as a working status update).
+    Route("a2a message/send", "/v1/a2a/{name}", _a2a("message/send"), _a2a_text, False),
+    Route("a2a message/stream", "/v1/a2a/{name}", _a2a("message/stream"), _a2a_stream_text),
 )
 
 
@@ -339,7 +373,13 @@ async def measure(server: Server, data: BenchData, sizes: Sizes) -> Results:
         agent = await client.get(f"{server.url}/v1/agents/{data.agent_id}", headers=headers)
         name = str(agent.raise_for_status().json()["name"])
         cases = [
-            Case(route, message, _url(server.url, base, route.path), name, tool=message == TOOL)
+            Case(
+                route,
+                message,
+                _url(server.url, base, route.path.format(name=name)),
+                name,
+                tool=message == TOOL,
+            )
             for message in (TEXT, TOOL)
             for route in ROUTES
         ]
