@@ -17,11 +17,14 @@ from typing import Any
 
 import httpx2
 import pytest
+from django.core.cache import cache
 from django.test import override_settings
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
+from rest_framework.settings import api_settings
+from rest_framework.throttling import SimpleRateThrottle
 
 from agentbuilder.asgi import application
 from agents.examples import CALCULATOR
@@ -481,3 +484,32 @@ def test_the_sdk_client_without_a_token_cannot_connect(port: int) -> None:
     while isinstance(leaf, BaseExceptionGroup):
         leaf = leaf.exceptions[0]
     assert isinstance(leaf, MCPError)  # the SDK's word for the 401 it got
+
+
+@LIVE
+def test_mcp_requests_are_throttled_per_caller_as_the_rest_api_is(
+    port: int, owner: Any, stranger: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    framework = settings.REST_FRAMEWORK
+    rates = {**framework["DEFAULT_THROTTLE_RATES"], "user": "2/min"}
+    settings.REST_FRAMEWORK = {**framework, "DEFAULT_THROTTLE_RATES": rates}
+    # DRF copies the rates onto the throttle class when it is defined.
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", api_settings.DEFAULT_THROTTLE_RATES)
+    cache.clear()  # the throttles' history; the live server shares this process's cache
+    headers = {**bearer(owner), "Accept": "application/json, text/event-stream"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    try:
+        responses = [
+            httpx2.post(url(port), json=body, headers=headers, timeout=10) for _ in range(3)
+        ]
+        other = httpx2.post(
+            url(port), json=body, headers={**headers, **bearer(stranger)}, timeout=10
+        )
+    finally:
+        cache.clear()
+
+    assert [r.status_code for r in responses] == [200, 200, 429]
+    refused = responses[-1]
+    assert json.loads(refused.content)["detail"].startswith("Request was throttled.")
+    assert 1 <= int(refused.headers["Retry-After"]) <= 61
+    assert other.status_code == 200  # another caller has a budget of its own
