@@ -65,8 +65,12 @@ class OpenAIProvider:
         try:
             async with create(
                 model=request.model_id.removeprefix(PREFIX),
-                messages=_messages(request),
-                tools=[_tool(spec) for spec in request.tools] or openai.omit,
+                # The messages and tools go in `extra_body`, which the SDK sends as it is:
+                # they are built in wire form here, and the SDK's recursive walk of them as
+                # typed dicts (to rename fields, which these never need) cost more than the
+                # rest of the request's building.
+                messages=(),
+                extra_body=_wire_body(request),
                 tool_choice=_tool_choice(request),
                 max_tokens=request.max_tokens,
                 temperature=request.temperature,
@@ -138,6 +142,13 @@ def _client(request: ModelRequest) -> openai.AsyncOpenAI:
         except openai.OpenAIError as exc:
             raise ProviderError(f"OpenAI client not configured: {exc}") from exc
     return clients[key]
+
+
+def _wire_body(request: ModelRequest) -> dict[str, Any]:
+    body: dict[str, Any] = {"messages": _messages(request)}
+    if request.tools:
+        body["tools"] = [_tool(spec) for spec in request.tools]
+    return body
 
 
 def _messages(request: ModelRequest) -> list[ChatCompletionMessageParam]:
