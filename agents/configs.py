@@ -65,6 +65,14 @@ class BaseAgentConfig(CamelModel):
     guardrails: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
         default_factory=list, max_length=20
     )
+    # Left out of the stored form when not set, so configs written before it read the same.
+    context_guardrails: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
+        None,
+        max_length=20,
+        description="Guardrails of the context stage: they check retrieved passages and tool "
+        "results before the model reads them. A passage one blocks is dropped; a tool result "
+        "is replaced by a notice. The run's trace shows each as a guardrail step.",
+    )
 
 
 # ---------------------------------------------------------------- tools

@@ -82,10 +82,14 @@ def _catalog_errors(
     elif agent_type not in model.agent_types:
         yield ErrorItem(("llmModelId",), f"model '{model.pk}' does not serve {agent_type} agents")
 
-    unknown = set(unknown_guardrail_names(names=config.guardrails, environment_id=environment.pk))
-    for index, name in enumerate(config.guardrails):
-        if name in unknown:
-            yield ErrorItem(("guardrails", index), f"unknown guardrail '{name}'")
+    for field, names in (
+        ("guardrails", config.guardrails),
+        ("contextGuardrails", config.context_guardrails or []),
+    ):
+        unknown = set(unknown_guardrail_names(names=names, environment_id=environment.pk))
+        for index, name in enumerate(names):
+            if name in unknown:
+                yield ErrorItem((field, index), f"unknown guardrail '{name}'")
 
     if isinstance(config, ToolAgentConfig):
         yield from _tool_errors(user, environment, config)

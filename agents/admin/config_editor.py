@@ -49,6 +49,7 @@ def editor_schema(*, user: Any, environment: Environment, agent_type: str) -> di
         "llmModelId": _choices(models),
         "funcName": _choices(sorted(REGISTRY), {n: REGISTRY[n].description for n in REGISTRY}),
         "guardrails": {"type": "array", "items": _choices(guardrails)},
+        "contextGuardrails": {"type": "array", "items": _choices(guardrails)},
         "agentId": _choices([str(a.pk) for a in tasks], {str(a.pk): a.name for a in tasks}),
     }
     _fill(schema, choices)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
@@ -118,6 +118,12 @@ def _prepare(
     spec = with_max_iterations(spec, request.max_iterations)
     spec = with_request_servers(spec, environment, request.mcp_servers)
     rules = tuple(_rules([*spec.config.guardrails, *request.guardrails], environment))
+    # The context stage's guardrails check passages and tool results, whatever stages their
+    # catalog rows name for the agent's own input and output.
+    rules += tuple(
+        replace(rule, stages=frozenset({"context"}))
+        for rule in _rules(spec.config.context_guardrails or [], environment)
+    )
     if isinstance(spec.config, TaskAgentConfig):
         inputs, _ = _task_inputs(spec.config, request.inputs)
         Run.objects.filter(pk=run.pk).update(messages=[{"role": "user", "inputs": inputs}])

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from agents.configs import StructuredOutputTool, ToolAgentConfig
 from agents.llm.base import Message, ModelRequest, ToolCallPart
 from agents.runtime.events import Event, ResponseCompleted, ToolCall, ToolResult
+from agents.runtime.guard import screen_context, withheld
 from agents.runtime.model_step import StepResult, model_request, model_step
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
 from agents.runtime.tools.base import Outcome, Tool, execute, schema_problems
 from agents.runtime.tools.toolset import build_tools
 from agents.runtime.trace import Trace, cut
+from guardrails.engines.rules import Rule
 
 
 async def run_tool_agent(
@@ -57,7 +59,9 @@ async def run_tool_agent(
             return
         for call in step.tool_calls:
             yield ToolCall(call.call_id, call.name, call.arguments)
-        outcomes = await _run_calls(tools, structured, step.tool_calls, meter.trace)
+        outcomes = await _run_calls(
+            tools, structured, step.tool_calls, meter.trace, run_input.guardrails
+        )
         for call, outcome in zip(step.tool_calls, outcomes, strict=True):
             yield ToolResult(call.call_id, call.name, outcome.content, outcome.is_error)
             messages.append(
@@ -121,6 +125,7 @@ async def _run_calls(
     structured: StructuredOutputTool | None,
     calls: list[ToolCallPart],
     trace: Trace,
+    rules: Sequence[Rule],
 ) -> list[Outcome]:
     async def one(call: ToolCallPart) -> Outcome:
         if structured is not None and call.name == structured.name:
@@ -131,9 +136,23 @@ async def _run_calls(
         said = {"error" if outcome.is_error else "result": cut(outcome.content)}
         status = "failed" if outcome.is_error else "completed"
         step.end(status, name=call.name, arguments=cut(call.arguments), **said)
-        return outcome
+        return await _screened(outcome, call, rules, trace)
 
     return list(await asyncio.gather(*(one(c) for c in calls)))
+
+
+async def _screened(
+    outcome: Outcome, call: ToolCallPart, rules: Sequence[Rule], trace: Trace
+) -> Outcome:
+    """The outcome, or a notice in its place when a context-stage guardrail blocks it; the
+    tool call's own step keeps what the tool said, for whoever reads the trace."""
+    if outcome.is_error:  # our own words about a failed call, not the tool's text
+        return outcome
+    where = {"source": "tool_result", "tool": call.name, "callId": call.call_id}
+    [rule] = await screen_context(rules, [(outcome.content, where)], trace, "REPLACED")
+    if rule is None:
+        return outcome
+    return Outcome(withheld(call.name, rule), is_error=True)
 
 
 def _structured_feedback(structured: StructuredOutputTool, call: ToolCallPart) -> Outcome:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-Stage = Literal["input", "output"]
+# `context`: retrieved passages and tool results, checked before the model reads them.
+Stage = Literal["input", "output", "context"]
 Action = Literal["NONE", "BLOCKED"]
 
 

@@ -102,7 +102,7 @@ class BedrockGuardrailEngine:
         answer: dict[str, Any] = client.apply_guardrail(
             guardrailIdentifier=self.guardrail_id,
             guardrailVersion=self.version,
-            source="INPUT" if stage == "input" else "OUTPUT",
+            source="OUTPUT" if stage == "output" else "INPUT",
             content=[{"text": {"text": text}}],
         )
         return answer

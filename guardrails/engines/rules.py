@@ -7,7 +7,8 @@ from typing import Any
 
 from guardrails.engines.base import Engine, Stage
 
-STAGES: tuple[Stage, ...] = ("input", "output")
+STAGES: tuple[Stage, ...] = ("input", "output")  # where a row applies unless it names stages
+ALL_STAGES: tuple[Stage, ...] = ("input", "output", "context")
 
 
 @dataclass(frozen=True)
@@ -19,9 +20,9 @@ class Rule:
     blocked_output: str
 
     def message(self, stage: Stage) -> str:
-        return self.blocked_input if stage == "input" else self.blocked_output
+        return self.blocked_output if stage == "output" else self.blocked_input
 
 
 def stages_of(config: dict[str, Any]) -> frozenset[Stage]:
     wanted = config.get("stages") or STAGES
-    return frozenset(s for s in STAGES if s in wanted)
+    return frozenset(s for s in ALL_STAGES if s in wanted)
