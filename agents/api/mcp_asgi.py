@@ -84,7 +84,9 @@ def authenticate(scope: Scope) -> Caller:
 async def refuse(exc: Exception, send: Send) -> None:
     """The REST API's answer to `exc` (status, body, headers), sent as it would be."""
     response = exception_handler(exc, {})
-    assert response is not None  # every exception authenticate raises has an answer
+    assert response is not None  # every exception refused here has an answer
+    if isinstance(exc, exceptions.MethodNotAllowed):
+        response["Allow"] = "POST"
     body = json.dumps(response.data).encode()
     headers = [
         (b"content-type", b"application/json"),
@@ -135,6 +137,11 @@ class McpEndpoint:
                 caller = await in_db(authenticate)(scope)
             except (exceptions.APIException, DomainError, Invalid) as exc:
                 await refuse(exc, send)
+                return
+            if scope["method"] != "POST":
+                # Stateless: the server never speaks first, so it offers no GET stream
+                # (the specification's 405), and there is no session to DELETE.
+                await refuse(exceptions.MethodNotAllowed(scope["method"]), send)
                 return
             handlers: set[asyncio.Task[Any]] = set()
             scope = {**scope, CALLER_KEY: caller, HANDLERS_KEY: handlers}

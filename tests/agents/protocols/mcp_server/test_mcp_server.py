@@ -513,3 +513,17 @@ def test_mcp_requests_are_throttled_per_caller_as_the_rest_api_is(
     assert json.loads(refused.content)["detail"].startswith("Request was throttled.")
     assert 1 <= int(refused.headers["Retry-After"]) <= 61
     assert other.status_code == 200  # another caller has a budget of its own
+
+
+@LIVE
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
+def test_only_post_is_served_the_server_offers_no_stream_of_its_own(
+    port: int, owner: Any, method: str
+) -> None:
+    headers = {**bearer(owner), "Accept": "application/json, text/event-stream"}
+
+    response = httpx2.request(method, url(port), headers=headers, timeout=10)
+
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "POST"
+    assert isinstance(json.loads(response.content)["detail"], str)
