@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
@@ -324,9 +325,14 @@ class A2AEndpointView(AsyncApiView):
         running = RunningTask(invocation)
         if call.method is Method.STREAM:
             return _stream(running, SseEncoder(tasks, call.request_id, call.dialect), invocation)
-        async for update in running.events():
-            if update is not None:
-                tasks.updates(update)
+        async with aclosing(running.events()) as updates:
+            try:
+                async for update in updates:
+                    if update is not None:
+                        tasks.updates(update)
+            except Exception as exc:
+                running.broke(exc)
+                raise
         assert tasks.final is not None
         body = response(call.request_id, send_result(tasks.final, call.dialect))
         return _json(body, run_headers(invocation))
@@ -371,12 +377,18 @@ def _json(body: dict[str, Any], headers: dict[str, str] | None = None) -> JsonRe
 
 def _stream(running: RunningTask, encoder: SseEncoder, invocation: Invocation) -> HttpResponseBase:
     async def body() -> AsyncIterator[bytes]:
-        async for update in running.events(keepalive=KEEPALIVE_SECONDS):
-            if update is None:
-                yield KEEPALIVE
-                continue
-            for frame in encoder.frames(update):
-                yield frame
+        # aclosing: the client gone or the encoder broken, the run ends at once, recorded.
+        async with aclosing(running.events(keepalive=KEEPALIVE_SECONDS)) as updates:
+            try:
+                async for update in updates:
+                    if update is None:
+                        yield KEEPALIVE
+                        continue
+                    for frame in encoder.frames(update):
+                        yield frame
+            except Exception as exc:
+                running.broke(exc)
+                raise
 
     stream = StreamingHttpResponse(body(), content_type="text/event-stream")
     for header, value in run_headers(invocation, stream=True).items():

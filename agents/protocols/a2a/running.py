@@ -2,9 +2,9 @@
 `tasks/cancel` can stop it.
 
 A run's events go through the one recorded path (agents.runs.stream.recorded_events) in a
-worker task and reach the request through a queue. Canceling the worker is what a client
-hanging up does to any stream: the runtime stops where it waits, and the run is recorded
-`canceled`. The request then ends with a `canceled` update.
+worker task and reach the request through a queue, one at a time. Canceling the worker is
+what a client hanging up does to any stream: the runtime stops where it waits, and the run
+is recorded `canceled`. The request then ends with a `canceled` update.
 
 Scope: a run can be canceled by a request that reaches the process running it. With
 several server processes, a cancel that reaches another one is refused (-32002) with that
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 
 from agents.protocols.a2a.encoder import Canceled, Update
@@ -33,14 +33,19 @@ class RunningTask:
         self.run_id = invocation.run_id
         self.canceled = False
         self._queue: asyncio.Queue[Update | None] = asyncio.Queue()
+        self._recorded = recorded_events(invocation)
         _running[self.run_id] = self
-        self._worker = asyncio.create_task(self._consume(invocation))
+        self._worker = asyncio.create_task(self._consume())
 
-    async def _consume(self, invocation: Invocation) -> None:
+    async def _consume(self) -> None:
         try:
-            async with aclosing(recorded_events(invocation)) as events:
+            async with aclosing(self._recorded) as events:
                 async for event in events:
                     self._queue.put_nowait(event)
+                    # In step with the request: the run goes on (and records its end) once
+                    # the request has encoded this event, so an encoding that breaks is
+                    # the run's failure, as on every other protocol's stream.
+                    await self._queue.join()
         except asyncio.CancelledError:
             if self.canceled:  # by tasks/cancel: the run is recorded canceled, say so
                 self._queue.put_nowait(Canceled())
@@ -50,7 +55,7 @@ class RunningTask:
             _running.pop(self.run_id, None)
             self._queue.put_nowait(None)
 
-    async def events(self, keepalive: float | None = None) -> AsyncIterator[Update | None]:
+    async def events(self, keepalive: float | None = None) -> AsyncGenerator[Update | None, None]:
         """The run's updates; with `keepalive`, None each time it is silent that long.
         Closing this early (the client left) cancels the run."""
         try:
@@ -64,11 +69,17 @@ class RunningTask:
                 if update is None:
                     return
                 yield update
+                self._queue.task_done()
         finally:
             if not self._worker.done():
                 self._worker.cancel()
                 # Shielded: the request's own cancellation must not cut the run's record.
                 await asyncio.shield(asyncio.wait({self._worker}))
+
+    def broke(self, failure: BaseException) -> None:
+        """The request's encoding of the run broke: the run ends `failed` (internal_error),
+        not `canceled`, when the updates are closed."""
+        self._recorded.broken_by = failure
 
     async def cancel(self) -> None:
         self.canceled = True

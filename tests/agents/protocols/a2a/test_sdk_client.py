@@ -5,6 +5,8 @@ live uvicorn serving the project's ASGI app on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.client
 import json
 import time
 from collections.abc import Iterator
@@ -21,9 +23,12 @@ from a2a.utils.proto_utils import validate_proto_required_fields
 from django.core.asgi import get_asgi_application
 from google.protobuf.json_format import MessageToDict
 
+from agents.api import a2a as a2a_views
 from agents.examples import CALCULATOR, SUMMARIZER
 from agents.models import Agent, Run
 from agents.permissions import Action, grant
+from agents.protocols.a2a.encoder import TaskEncoder
+from agents.runtime.tools.functions import REGISTRY, FunctionSpec
 from agents.tokens import token_encode
 from guardrails.models import DEFAULT_BLOCKED_INPUT
 from tests.agents.api.conftest import Backend, _backend, openai_server  # noqa: F401
@@ -66,13 +71,13 @@ def tok(user: Any) -> str:
     return token_encode(user_id=user.pk, environment_id=None)[0]
 
 
-def http(token: str | None) -> httpx.AsyncClient:
+def session(token: str | None) -> httpx.AsyncClient:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.AsyncClient(headers=headers, timeout=20)
 
 
 async def card_of(port: int, name: str, token: str | None) -> pb.AgentCard:
-    async with http(token) as client:
+    async with session(token) as client:
         return await A2ACardResolver(client, base(port, name)).get_agent_card()
 
 
@@ -87,7 +92,7 @@ async def talk(
 ) -> list[pb.StreamResponse]:
     """Every update the SDK's client yields for one message, through the card's interface
     of that protocol version."""
-    async with http(token) as client:
+    async with session(token) as client:
         card = await A2ACardResolver(client, base(port, name)).get_agent_card()
         kept = [i for i in card.supported_interfaces if i.protocol_version == version]
         del card.supported_interfaces[:]
@@ -97,7 +102,7 @@ async def talk(
 
 
 async def call(port: int, name: str, token: str, method: str, request: Any) -> Any:
-    async with http(token) as client:
+    async with session(token) as client:
         card = await A2ACardResolver(client, base(port, name)).get_agent_card()
         a2a = ClientFactory(ClientConfig(httpx_client=client)).create(card)
         return await getattr(a2a, method)(request)
@@ -400,7 +405,7 @@ def test_canceling_a_running_task_ends_its_stream_and_records_it_canceled(
 
     async def stream_then_cancel() -> tuple[list[pb.StreamResponse], pb.Task]:
         seen: list[pb.StreamResponse] = []
-        async with http(token) as client:
+        async with session(token) as client:
             card = await A2ACardResolver(client, base(port, "Counter")).get_agent_card()
             a2a = ClientFactory(ClientConfig(httpx_client=client, streaming=True)).create(card)
             canceled = None
@@ -458,3 +463,86 @@ def test_a_context_continues_for_its_caller_only(
     with pytest.raises(TaskNotFoundError):
         asyncio.run(call(port, "Chatty", tok(other), "get_task", pb.GetTaskRequest(id=second.id)))
     assert json.loads(json.dumps(MessageToDict(third)))["contextId"] == context
+
+
+# ---------------------------------------------------------------- the stream's end
+
+
+def stream_request(port: int, token: str, name: str) -> http.client.HTTPResponse:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    message = {"kind": "message", "messageId": "m-1", "role": "user"}
+    params = {"message": message | {"parts": [{"kind": "text", "text": QUESTION}]}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": params}
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    connection.request("POST", f"/v1/a2a/{name}", json.dumps(body), headers)
+    return connection.getresponse()
+
+
+@LIVE
+def test_a_client_that_hangs_up_mid_stream_cancels_the_run(
+    port: int, owner: Any, make_agent: Any, openai_backend: Backend
+) -> None:
+    make_agent("Counter", "tool", config=openai_backend.config(CALCULATOR["config"]))
+    openai_backend.script(Turn(text=["Counting: ", "one, ", "two, "], pause=0.05, hang=30))
+    response = stream_request(port, tok(owner), "Counter")
+    run_id = response.getheader("X-Run-Id") or ""
+    read = b""
+    while b"artifact-update" not in read:
+        read += response.read1()
+    assert Run.objects.get(pk=run_id).status == "in_progress"
+
+    response.close()  # the socket with it
+
+    fake = openai_backend.fake
+    assert fake is not None
+    assert fake.disconnected.wait(2), "the model call was not abandoned"
+    run = finished_run(run_id)
+    assert run.status == "canceled"
+    assert run.messages[0] == {"role": "user", "content": QUESTION}
+
+
+def slow_multiply(a: float, b: float) -> float:
+    """Multiply two numbers (a × b) slowly and return the product."""
+    time.sleep(0.3)
+    return a * b
+
+
+@LIVE
+def test_a_slow_tool_gets_keep_alive_comments_the_sdk_skips(
+    port: int, owner: Any, make_agent: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(a2a_views, "KEEPALIVE_SECONDS", 0.05)
+    multiply = REGISTRY["multiply"]
+    monkeypatch.setitem(
+        REGISTRY,
+        "slow_multiply",
+        FunctionSpec("slow_multiply", "Multiply slowly", multiply.parameters, slow_multiply),
+    )
+    tools = [{**CALCULATOR["config"]["tools"][0], "funcName": "slow_multiply"}]
+    make_agent("Slow", "tool", config={**CALCULATOR["config"], "tools": tools})
+
+    raw = stream_request(port, tok(owner), "Slow").read().decode()
+    updates = asyncio.run(talk(port, "Slow", tok(owner), ask(), streaming=True, version="0.3"))
+
+    assert raw.count(": keep-alive\n\n") >= 2
+    data = [f for f in raw.split("\n\n") if f.startswith("data: ")]
+    assert json.loads(data[-1].removeprefix("data: "))["result"]["final"] is True
+    assert updates[-1].status_update.status.state == pb.TASK_STATE_COMPLETED
+
+
+@LIVE
+def test_an_encoder_that_breaks_fails_the_run_instead_of_canceling_it(
+    port: int, owner: Any, calculator: Agent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: Any, data: dict[str, Any]) -> Any:
+        raise RuntimeError("a bug in the encoder")
+
+    monkeypatch.setattr(TaskEncoder, "_working", broken)  # at the tool call
+    response = stream_request(port, tok(owner), "Calculator")
+    run_id = response.getheader("X-Run-Id") or ""
+    with contextlib.suppress(http.client.HTTPException):
+        response.read()
+
+    run = finished_run(run_id)
+    assert run.status == "failed"
+    assert run.error["code"] == "internal_error"
