@@ -21,7 +21,7 @@ import asyncio
 import contextvars
 import json
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import ThreadSensitiveContext
@@ -103,19 +103,28 @@ async def refuse(exc: Exception, send: Send) -> None:
 
 @dataclass
 class _Running:
-    """A session manager whose task group runs in a task of its own."""
+    """A session manager whose task group runs in a task of its own, for as long as the
+    event loop does (or until it fails)."""
 
     manager: StreamableHTTPSessionManager
-    started: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
+    started: asyncio.Event
+    task: asyncio.Task[None]
 
-    async def run(self) -> None:
-        try:
-            async with self.manager.run():
-                self.started.set()
-                await asyncio.Event().wait()  # until the loop ends and cancels it
-        finally:
-            self.started.set()  # a manager that failed to start must not hang requests
+    @classmethod
+    def start(cls, manager: StreamableHTTPSessionManager) -> _Running:
+        started = asyncio.Event()
+
+        async def run() -> None:
+            try:
+                async with manager.run():
+                    started.set()
+                    await asyncio.Event().wait()  # until the loop ends and cancels it
+            finally:
+                started.set()  # a manager that failed to start must not hang requests
+
+        # An empty context: the manager outlives the request that happened to start it.
+        task = asyncio.get_running_loop().create_task(run(), context=contextvars.Context())
+        return cls(manager, started, task)
 
 
 class McpEndpoint:
@@ -130,8 +139,9 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         liveness.ensure_started()  # Django's request_started never fires for this path
         manager = await self._manager()
-        # A sync thread of the request's own for its database work, as Django's handler
-        # gives each request: without it every MCP call would queue on one thread.
+        # The request's sync work on one thread of its own, as Django's handler does it
+        # (unless an outer context, agentbuilder.request_threads, chose one already):
+        # without one, every MCP call in the process would queue on a single thread.
         async with ThreadSensitiveContext():
             try:
                 caller = await in_db(authenticate)(scope)
@@ -153,20 +163,16 @@ class McpEndpoint:
     async def _manager(self) -> StreamableHTTPSessionManager:
         loop = asyncio.get_running_loop()
         running = self._running.get(loop)
-        if running is None:  # no await since the lookup: one manager per loop
-            running = _Running(
-                StreamableHTTPSessionManager(
-                    self.server,
-                    stateless=True,
-                    max_request_body_size=max_body_bytes(PATH),
-                )
+        if running is None or running.task.done():  # no await since: one per loop
+            manager = StreamableHTTPSessionManager(
+                self.server, stateless=True, max_request_body_size=max_body_bytes(PATH)
             )
-            # An empty context: the manager outlives the request that happened to start it.
-            running.task = loop.create_task(running.run(), context=contextvars.Context())
-            self._running[loop] = running
+            running = self._running[loop] = _Running.start(manager)
         await running.started.wait()
-        if running.task is not None and running.task.done():
-            raise RuntimeError("the MCP session manager stopped") from running.task.exception()
+        if running.task.done():
+            raise RuntimeError("the MCP session manager did not start") from (
+                running.task.exception()
+            )
         return running.manager
 
 
