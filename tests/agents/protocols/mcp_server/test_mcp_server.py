@@ -13,6 +13,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -35,7 +36,7 @@ from guardrails.models import DEFAULT_BLOCKED_INPUT
 from tests.factories import CONFIGS, UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Fail, Turn
-from tests.live import live_app, restore_serialized_rows
+from tests.live import live_app, restore_serialized_rows, server_process
 
 # Live tests are transactional: the server's threads only see committed rows;
 # serialized_rollback restores the catalogs and the `default` environment the flush erases.
@@ -527,3 +528,20 @@ def test_only_post_is_served_the_server_offers_no_stream_of_its_own(
     assert response.status_code == 405
     assert response.headers["Allow"] == "POST"
     assert isinstance(json.loads(response.content)["detail"], str)
+
+
+@LIVE
+def test_a_server_process_run_as_make_run_does_serve_mcp(
+    owner: Any, calculator: Agent, tmp_path: Path
+) -> None:
+    # `uvicorn agentbuilder.asgi:application --lifespan off`: the session manager starts
+    # at the first MCP request, with no lifespan to start it.
+    with server_process(tmp_path / "server.log") as server:
+
+        async def call(client: Any) -> CallToolResult:
+            return await client.call_tool("Calculator", {"message": "What is 6 x 7?"})
+
+        result = with_client(server.port, owner, "per-request", call)
+
+    assert "42" in text_of(result)
+    assert run_of(result).status == "completed"
