@@ -52,6 +52,10 @@ INSTRUCTIONS = (
 )
 
 
+class UnknownTool(Exception):
+    """No agent of that name that the caller may see: nothing more is said of it."""
+
+
 def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
     request = ctx.request
     caller = request.scope.get(CALLER_KEY) if request is not None else None
@@ -89,10 +93,12 @@ async def call_tool(
     _belongs_to_request(ctx)
     try:
         invocation, thread_id = await in_db(start)(caller_of(ctx), params.name, params.arguments)
-    except NotFound:
+    except UnknownTool:
         # Not a run: the tool is unknown to this caller (the specification's protocol
         # error); the same words whether or not an agent of that name exists.
         raise MCPError(INVALID_PARAMS, f"Unknown tool '{params.name}'.") from None
+    except NotFound as exc:  # a version or alias of an agent it may invoke
+        raise MCPError(INVALID_PARAMS, f"Unknown tool '{params.name}': {exc.detail}") from None
     except PermissionDenied as exc:  # it may READ the agent, so it knows it exists
         raise MCPError(INVALID_PARAMS, f"Tool '{params.name}': {exc.detail}") from None
     except Invalid as exc:
@@ -105,17 +111,20 @@ async def call_tool(
 
 
 def start(caller: Caller, name: str, arguments: dict[str, Any] | None) -> tuple[Invocation, str]:
-    """Open the run the call asks for; its thread too. Raises NotFound or PermissionDenied
-    for an agent the caller may not invoke, Invalid or DomainError for a call that cannot
-    run."""
+    """Open the run the call asks for; its thread too. Raises UnknownTool for an agent the
+    caller may not see, PermissionDenied for one it may not invoke, NotFound for a version
+    the agent does not have, Invalid or DomainError for a call that cannot run."""
     agent_name, version_ref = tool_reference(name)
     user, environment = caller.user, caller.environment
     agent_id = selectors.agent_id_by_name(environment=environment, name=agent_name)
     if agent_id is None:
-        raise NotFound(f"Agent '{agent_name}' not found.")
+        raise UnknownTool
     # Before the arguments are read: what they say must not hint at an agent the caller
     # may not invoke.
-    agent = selectors.agent_get_to_invoke(user=user, environment=environment, agent_id=agent_id)
+    try:
+        agent = selectors.agent_get_to_invoke(user=user, environment=environment, agent_id=agent_id)
+    except NotFound:
+        raise UnknownTool from None
     request = run_request(caller, agent, version_ref, arguments)
     return invocation_start(request), request.thread_id
 

@@ -218,6 +218,14 @@ def test_name_at_version_runs_that_version(port: int, owner: Any, calculator: Ag
     assert not result.is_error, text_of(result)
     assert run_of(result).version.number == 1
 
+    async def missing(client: Any) -> str:
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("calculator@prod", {"message": "What is 2 x 4?"})
+        return refused.value.message
+
+    assert "Alias 'prod'" in with_client(port, owner, "handshake", missing)
+    assert Run.objects.count() == 1
+
 
 @LIVE
 @ERAS
