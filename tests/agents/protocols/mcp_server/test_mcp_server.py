@@ -33,6 +33,7 @@ from agents.models import Agent, Run
 from agents.permissions import Action, grant
 from agents.tokens import token_encode
 from guardrails.models import DEFAULT_BLOCKED_INPUT
+from retrieval.services import document_create
 from tests.factories import CONFIGS, UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Fail, Turn
@@ -289,6 +290,40 @@ def test_a_missing_message_is_an_error_result_and_opens_no_run(
     assert "arguments.message" in text_of(blank)
     assert "arguments.extra" in text_of(extra)
     assert not Run.objects.exists()
+
+
+@LIVE
+def test_a_rag_agent_answers_with_its_sources_as_structured_content(
+    port: int, owner: Any, admin_user: Any, env: Any, make_agent: Any
+) -> None:
+    handbook = (
+        "Employee Handbook. Vacation policy. Every full-time employee earns 25 days of paid "
+        "vacation per year. The core hours are 10:00 to 16:00."
+    )
+    # Committed at once (a transactional test): ingestion runs in this process.
+    document = document_create(
+        environment_id=env.pk,
+        user=admin_user,
+        title="Handbook",
+        data=handbook.encode(),
+        media_type="text/plain",
+    )
+    document.refresh_from_db()
+    assert document.status == "ready"
+    make_agent("helper", "rag", config=CONFIGS["rag"])
+
+    async def call(client: Any) -> CallToolResult:
+        return await client.call_tool("helper", {"message": "How many vacation days?"})
+
+    result = with_client(port, owner, "per-request", call)
+
+    assert not result.is_error, text_of(result)
+    assert "25 days" in text_of(result)
+    structured = result.structured_content
+    assert structured["answer"] == text_of(result)
+    assert {source["docId"] for source in structured["sources"]} == {str(document.pk)}
+    assert run_of(result).protocol == "mcp"
+    assert "retrieval" in [step["type"] for step in run_of(result).steps]
 
 
 @LIVE
