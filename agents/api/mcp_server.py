@@ -25,7 +25,12 @@ from mcp_types import (
 from agentbuilder.db import in_db
 from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
 from agents import selectors
-from agents.protocols.mcp_server.encoder import ResultEncoder, failed_result, invalid_result
+from agents.protocols.mcp_server.encoder import (
+    ResultEncoder,
+    failed_result,
+    invalid_result,
+    run_meta,
+)
 from agents.protocols.mcp_server.request import (
     Caller,
     located_in_arguments,
@@ -104,9 +109,7 @@ async def call_tool(
     except Invalid as exc:
         return invalid_result(located_in_arguments(exc), run_id_of(exc))
     except DomainError as exc:
-        run_id = run_id_of(exc)
-        meta = {"agentbuilder/runId": str(run_id)} if run_id else None
-        return failed_result("invalid_request", exc.detail, meta)
+        return failed_result("invalid_request", exc.detail, run_meta(run_id_of(exc)))
     return await answer(ctx, invocation, thread_id)
 
 

@@ -18,8 +18,9 @@ be part of an agent's name, so no separator could tell an alias apart.
 
 The answer: the text as `content`; a structured answer (a task agent's output schema, a
 `structured_output` tool) also as `structuredContent`, and a RAG answer as
-`structuredContent: {answer, sources}`; `_meta` carries the run id, the agent version that
-answered, the thread and the run's custom outputs (a guardrail's block among them). Text
+`structuredContent: {answer, sources}`. `_meta` carries `agentbuilder/runId`,
+`agentbuilder/answeredBy` (`calculator@3`), `agentbuilder/threadId` and
+`agentbuilder/customOutputs` (a guardrail's block among them). Text
 deltas travel as progress notifications when the client sent a progress token. A run that
 fails, or arguments that do not fit, is a result with `isError`, never a JSON-RPC error;
 an unknown tool is a JSON-RPC error, as the specification asks.

@@ -18,7 +18,7 @@ class ResultEncoder:
     """One call's run: `progress` for each event, `result` for the one that ended it."""
 
     def __init__(self, run_id: uuid.UUID, answered_by: str, thread_id: str) -> None:
-        self.meta: dict[str, Any] = {f"{META}runId": str(run_id), f"{META}agent": answered_by}
+        self.meta: dict[str, Any] = {f"{META}runId": str(run_id), f"{META}answeredBy": answered_by}
         if thread_id:
             self.meta[f"{META}threadId"] = thread_id
         self.streamed = 0
@@ -74,7 +74,6 @@ def failed_result(code: str, message: str, meta: dict[str, Any] | None = None) -
 def invalid_result(exc: Invalid, run_id: uuid.UUID | None = None) -> CallToolResult:
     """Arguments that do not fit: each problem with the path of its field."""
     problems = [f"{'.'.join(str(part) for part in item.loc)}: {item.msg}" for item in exc.errors]
-    meta = {f"{META}runId": str(run_id)} if run_id is not None else None
     return CallToolResult(
         content=[TextContent(text="Invalid arguments: " + "; ".join(problems))],
         structured_content={
@@ -85,5 +84,10 @@ def invalid_result(exc: Invalid, run_id: uuid.UUID | None = None) -> CallToolRes
             }
         },
         is_error=True,
-        _meta=meta,
+        _meta=run_meta(run_id),
     )
+
+
+def run_meta(run_id: uuid.UUID | None) -> dict[str, Any] | None:
+    """The `_meta` of a call refused after its run opened (and was closed `failed`)."""
+    return {f"{META}runId": str(run_id)} if run_id is not None else None

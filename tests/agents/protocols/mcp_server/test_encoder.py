@@ -29,7 +29,7 @@ def test_a_text_answer_is_text_content_with_the_run_in_meta() -> None:
     assert result.structured_content is None
     assert result.meta == {
         "agentbuilder/runId": str(RUN),
-        "agentbuilder/agent": "calc@2",
+        "agentbuilder/answeredBy": "calc@2",
         "agentbuilder/threadId": "t-1",
     }
 

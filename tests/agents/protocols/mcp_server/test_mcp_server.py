@@ -203,7 +203,7 @@ def test_a_tool_agent_answers_with_its_text_streamed_as_progress(
     run = run_of(result)
     assert (run.protocol, run.status, run.caller_id) == ("mcp", "completed", owner.pk)
     assert result.meta is not None
-    assert result.meta["agentbuilder/agent"] == "Calculator@1"
+    assert result.meta["agentbuilder/answeredBy"] == "Calculator@1"
     kinds = [step["type"] for step in run.steps]
     assert "model_call" in kinds
     assert [s["name"] for s in run.steps if s["type"] == "tool_call"] == ["multiply"]
