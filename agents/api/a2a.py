@@ -232,7 +232,7 @@ class A2AEndpointView(AsyncApiView):
             raw = self.request.body
         except RequestDataTooBig:
             raise RpcRefusal(InvalidRequestError("Payload too large"), None, Dialect.V1) from None
-        call = call_parse(raw)
+        call = call_parse(raw, self.request.headers.get("A2A-Version"))
         if call.method is Method.GET:
             task = run_task(self._run_of(call, agent_id, call.task_id), call.history_length)
             return _Started(call, result=result_json(task, call.dialect))

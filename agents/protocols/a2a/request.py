@@ -19,8 +19,15 @@ from typing import Any
 from a2a.compat.v0_3 import conversions
 from a2a.compat.v0_3 import types as v03
 from a2a.types import a2a_pb2 as pb
-from a2a.utils.errors import A2AError, InvalidRequestError, JSONParseError, MethodNotFoundError
+from a2a.utils.errors import (
+    A2AError,
+    InvalidRequestError,
+    JSONParseError,
+    MethodNotFoundError,
+    VersionNotSupportedError,
+)
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ValidationError
 
 from agents.llm.base import Message
@@ -53,8 +60,9 @@ class Call:
         return RpcRefusal(error, self.request_id, self.dialect)
 
 
-def call_parse(raw: bytes) -> Call:
-    """The call in `raw`; raises RpcRefusal (-32700, -32600, -32601, -32602)."""
+def call_parse(raw: bytes, version: str | None = None) -> Call:
+    """The call in `raw`, sent with the `A2A-Version` header `version`; raises RpcRefusal
+    (-32700, -32600, -32601, -32602, -32009)."""
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -77,6 +85,12 @@ def call_parse(raw: bytes) -> Call:
     if method not in METHODS:
         raise RpcRefusal(MethodNotFoundError(f"Method not found: {method}"), request_id, dialect)
     dialect, kind = METHODS[method]
+    if version and not speaks(dialect, version):
+        error = VersionNotSupportedError(
+            f"A2A version '{version}' does not name the method {method}: it is A2A "
+            f"{dialect.value}'s"
+        )
+        raise RpcRefusal(error, request_id, dialect)
     params = body.get("params", {})
     if not isinstance(params, dict):
         raise RpcRefusal(
@@ -86,6 +100,18 @@ def call_parse(raw: bytes) -> Call:
         return _read(Call(request_id, dialect, kind), params)
     except A2AError as error:
         raise RpcRefusal(error, request_id, dialect) from None
+
+
+def speaks(dialect: Dialect, version: str) -> bool:
+    """Whether a client of A2A `version` (the header; patch releases aside) may call a
+    method of `dialect`. Without the header, the method's name says which it speaks."""
+    try:
+        release = Version(version.strip())
+    except InvalidVersion:
+        return False
+    if dialect is Dialect.V1:
+        return release.major == 1
+    return (release.major, release.minor) == (0, 3)
 
 
 def _read(call: Call, params: dict[str, Any]) -> Call:

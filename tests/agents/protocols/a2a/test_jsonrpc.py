@@ -310,3 +310,27 @@ def test_a_rag_answer_carries_its_sources_in_the_artifacts_metadata(
     assert artifact["parts"][0]["text"]
     card = owner_client.get("/v1/a2a/helper/.well-known/agent-card.json").json()
     assert [skill["tags"] for skill in card["skills"]] == [["rag"]]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("version", "method", "code"),
+    [
+        ("0.3", "GetTask", -32009),
+        ("1.0", "tasks/get", -32009),
+        ("2.0", "GetTask", -32009),
+        ("latest", "tasks/get", -32009),
+        ("1.2", "GetTask", -32001),  # a later 1.x speaks 1.0's methods
+        ("0.3.1", "tasks/get", -32001),
+    ],
+)
+def test_an_a2a_version_header_must_speak_the_methods_dialect(
+    owner_client: APIClient, calculator: Agent, version: str, method: str, code: int
+) -> None:
+    params = {"id": "6f1c1f7e-1d7b-4cf3-9a57-5f1d8a1c0b11"}
+    body = {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}
+
+    answer = owner_client.post(URL, body, format="json", HTTP_A2A_VERSION=version)
+
+    assert answer.status_code == 200
+    assert error(answer.json())["code"] == code

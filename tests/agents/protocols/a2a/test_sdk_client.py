@@ -21,6 +21,7 @@ from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError, TaskNotCancelableError, TaskNotFoundError
 from a2a.utils.proto_utils import validate_proto_required_fields
 from django.core.asgi import get_asgi_application
+from django.db import connection
 from google.protobuf.json_format import MessageToDict
 
 from agents.api import a2a as a2a_views
@@ -546,3 +547,35 @@ def test_an_encoder_that_breaks_fails_the_run_instead_of_canceling_it(
     run = finished_run(run_id)
     assert run.status == "failed"
     assert run.error["code"] == "internal_error"
+
+
+@LIVE
+def test_canceling_a_task_while_its_send_waits_answers_the_send_with_the_canceled_task(
+    port: int, owner: Any, make_agent: Any, openai_backend: Backend
+) -> None:
+    make_agent("Counter", "tool", config=openai_backend.config(CALCULATOR["config"]))
+    openai_backend.script(Turn(text=["Counting: "], hang=30))
+    token = tok(owner)
+
+    async def send_then_cancel() -> tuple[pb.Task, pb.Task]:
+        sending = asyncio.create_task(talk(port, "Counter", token, ask()))
+        while not await asyncio.to_thread(_in_progress_run):
+            await asyncio.sleep(0.05)
+        run_id = await asyncio.to_thread(_in_progress_run)
+        request = pb.CancelTaskRequest(id=run_id)
+        canceled = await call(port, "Counter", token, "cancel_task", request)
+        return task_of(await sending), canceled
+
+    sent, canceled = asyncio.run(send_then_cancel())
+
+    assert sent.id == canceled.id
+    assert sent.status.state == canceled.status.state == pb.TASK_STATE_CANCELED
+    assert Run.objects.get(pk=sent.id).status == "canceled"
+
+
+def _in_progress_run() -> str:
+    try:
+        run_id = Run.objects.filter(status="in_progress").values_list("pk", flat=True).first()
+        return str(run_id) if run_id else ""
+    finally:
+        connection.close()  # a thread of asyncio's pool: the test database must be let go
