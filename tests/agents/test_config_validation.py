@@ -701,3 +701,52 @@ def test_failed_create_leaves_no_agent_and_no_version(owner_client: APIClient, c
     assert not Agent.objects.filter(name="ghost").exists()
     assert Agent.objects.count() == agents_before
     assert AgentVersion.objects.count() == versions_before
+
+
+# ---------------------------------------------------------------- the context stage (issue 18)
+
+
+@pytest.mark.parametrize(
+    ("config", "loc", "msg"),
+    [
+        pytest.param(
+            tool_config(contextGuardrails=["HAIP-Prompt_attack-Medium", "HAIP-Nonsense"]),
+            [*CONFIG, "contextGuardrails", 1],
+            "unknown guardrail 'HAIP-Nonsense'",
+            id="unknown-name",
+        ),
+        pytest.param(
+            tool_config(contextGuardrails=["HAIP-Prompt_attack-Medium", ""]),
+            [*CONFIG, "contextGuardrails", 1],
+            "at least 1 character",
+            id="empty-name",
+        ),
+        pytest.param(
+            tool_config(contextGuardrails="HAIP-Prompt_attack-Medium"),
+            [*CONFIG, "contextGuardrails"],
+            "valid list",
+            id="not-a-list",
+        ),
+    ],
+)
+def test_a_bad_context_guardrail_is_refused_at_its_path(
+    owner_client: APIClient, config: dict[str, Any], loc: list[str | int], msg: str
+) -> None:
+    assert_refused(create(owner_client, config), loc, msg)
+
+
+def test_context_guardrails_are_stored_and_left_out_when_not_given(
+    owner_client: APIClient,
+) -> None:
+    plain = create(owner_client, tool_config(), name="plain")
+    guarded = create(
+        owner_client,
+        tool_config(contextGuardrails=["HAIP-Prompt_attack-Medium"]),
+        name="guarded",
+    )
+
+    assert plain.status_code == guarded.status_code == 201
+    # Configs written before the context stage read back exactly as they did.
+    assert "contextGuardrails" not in stored_config(owner_client, plain.json()["id"])
+    stored = stored_config(owner_client, guarded.json()["id"])
+    assert stored["contextGuardrails"] == ["HAIP-Prompt_attack-Medium"]
