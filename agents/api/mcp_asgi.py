@@ -4,6 +4,9 @@ Before the SDK sees a request, the caller is read from the Bearer token and the 
 throttled, as on every /v1 route: the same authentication class, the same throttles, the
 same environment rule, and their refusals in SPEC section 2's JSON (a 401 with its
 `WWW-Authenticate` challenge). The caller then travels in the ASGI scope to the handlers.
+The SDK's DNS-rebinding guard (Host and Origin lists) stays off: it protects servers that
+trust whoever reaches them; this one trusts only a Bearer token, which a rebound page in
+a browser does not have.
 
 Stateless: every POST stands alone (no `Mcp-Session-Id`), so the web tier keeps no state
 of its own and any worker of any host can answer any request, as DESIGN asks. Answers are
