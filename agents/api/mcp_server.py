@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import anyio
 from mcp.server import Server
+from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -188,4 +189,7 @@ server: Server[Any] = Server(
     on_list_tools=list_tools,
     on_call_tool=call_tool,
     get_tool_input_schema=_no_param_headers,
+    # A listing is the caller's own and changes whenever an agent or a grant does: a client
+    # may not keep it, nor share it with another token.
+    cache_hints={"tools/list": CacheHint(ttl_ms=0, scope="private")},
 )
