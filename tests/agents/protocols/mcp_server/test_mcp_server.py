@@ -24,6 +24,7 @@ from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
@@ -57,8 +58,6 @@ REMOTE_CALCULATOR = {
     "llmModelId": "openai/gpt-4o-mini",
     "inferenceConfig": {"maxRetries": 0},
 }
-
-Session = Callable[..., Awaitable[Any]]
 
 
 @pytest.fixture(scope="module")
@@ -107,10 +106,13 @@ async def connect(port: int, headers: dict[str, str], era: str) -> AsyncIterator
                 ClientSession(read, write) as session,
             ):
                 await session.initialize()
+                assert session.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
                 yield session
         else:
             transport = streamable_http_client(url(port), http_client=http)
             async with Client(transport, cache=None) as client:
+                # The probe found the 2026 protocol: no fall-back to the handshake.
+                assert client.protocol_version in MODERN_PROTOCOL_VERSIONS
                 yield client
 
 
