@@ -11,6 +11,8 @@
   caller's own: another caller's same id is another thread). `tasks/get` (`GetTask`) reads
   the caller's runs of the agent (every caller's with AUDIT); `tasks/cancel` (`CancelTask`)
   cancels the caller's own run while it runs (agents.protocols.a2a.running for its scope).
+  The endpoint is a 404, before its body is read, for a caller who may neither READ nor
+  INVOKE the agent (AUDIT alone reads runs through /v1/runs).
 
 Authentication, throttling, 401/403/404/429 are the REST API's (HTTP status, the API's
 error body). Anything wrong inside the call is a JSON-RPC error in an HTTP 200 body.
@@ -29,11 +31,11 @@ from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import (
     A2AError,
     InternalError,
-    InvalidRequestError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
@@ -42,6 +44,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
 from rest_framework.request import Request
 
+from agentbuilder.api.parsers import RequestTooLarge
 from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
@@ -52,7 +55,7 @@ from agents.configs import config_parse
 from agents.models import Agent, Run, RunStatus
 from agents.permissions import Action
 from agents.protocols.a2a.card import agent_card, card_json
-from agents.protocols.a2a.dialects import Dialect, Method
+from agents.protocols.a2a.dialects import Method
 from agents.protocols.a2a.encoder import (
     KEEPALIVE,
     SseEncoder,
@@ -228,10 +231,7 @@ class A2AEndpointView(AsyncApiView):
     def _start(self, reference: str) -> _Started:
         name, version_ref = _reference(reference)
         agent_id, invocable = self._endpoint(name)  # a 404 before anything is read
-        try:
-            raw = self.request.body
-        except RequestDataTooBig:
-            raise RpcRefusal(InvalidRequestError("Payload too large"), None, Dialect.V1) from None
+        raw = _body(self.request)
         call = call_parse(raw, self.request.headers.get("A2A-Version"))
         if call.method is Method.GET:
             task = run_task(self._run_of(call, agent_id, call.task_id), call.history_length)
@@ -347,6 +347,21 @@ class A2AEndpointView(AsyncApiView):
             )
         ended = await in_db(Run.objects.get)(pk=run.pk)
         return _json(response(call.request_id, result_json(run_task(ended), call.dialect)))
+
+
+def _body(request: Request) -> bytes:
+    """The raw body, held to the API's limit on JSON bodies (a 413, as on every route)."""
+    limit = settings.API_MAX_BODY_BYTES
+    too_large = RequestTooLarge(f"Request body is larger than {limit} bytes.")
+    if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
+        raise too_large
+    try:
+        raw: bytes = request.body
+    except RequestDataTooBig:
+        raise too_large from None
+    if len(raw) > limit:
+        raise too_large
+    return raw
 
 
 def _open_run(request: RunRequest, message: pb.Message, agent_type: str) -> Invocation:

@@ -30,6 +30,8 @@ from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ValidationError
 
+from agentbuilder.api.parsers import MAX_DEPTH, check_json
+from agentbuilder.errors import Invalid
 from agents.llm.base import Message
 from agents.protocols.a2a.dialects import METHODS, Dialect, Method, dialect_of
 from agents.protocols.a2a.errors import Path, RequestId, invalid_params
@@ -64,9 +66,12 @@ def call_parse(raw: bytes, version: str | None = None) -> Call:
     """The call in `raw`, sent with the `A2A-Version` header `version`; raises RpcRefusal
     (-32700, -32600, -32601, -32602, -32009)."""
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+        body = json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError) as exc:  # NaN and Infinity too
         raise RpcRefusal(JSONParseError(f"Parse error: {exc}"), None, Dialect.V1) from None
+    except RecursionError:
+        error: A2AError = InvalidRequestError(f"Invalid request: nested past {MAX_DEPTH} levels")
+        raise RpcRefusal(error, None, Dialect.V1) from None
     if not isinstance(body, dict):
         what = "batch requests are not supported" if isinstance(body, list) else "not an object"
         raise RpcRefusal(InvalidRequestError(f"Invalid request: {what}"), None, Dialect.V1)
@@ -97,9 +102,20 @@ def call_parse(raw: bytes, version: str | None = None) -> Call:
             invalid_params([(("params",), "params must be an object")]), request_id, dialect
         )
     try:
+        # What the API's JSON parser refuses: nesting past its depth, text PostgreSQL
+        # cannot store (a NUL, a lone surrogate), located.
+        check_json(params, ("params",))
+    except Invalid as exc:
+        error = invalid_params([(item.loc, item.msg) for item in exc.errors])
+        raise RpcRefusal(error, request_id, dialect) from None
+    try:
         return _read(Call(request_id, dialect, kind), params)
     except A2AError as error:
         raise RpcRefusal(error, request_id, dialect) from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def speaks(dialect: Dialect, version: str) -> bool:

@@ -334,3 +334,54 @@ def test_an_a2a_version_header_must_speak_the_methods_dialect(
 
     assert answer.status_code == 200
     assert error(answer.json())["code"] == code
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("text", ["a\\u0000b", "\\ud800"])
+def test_text_postgresql_cannot_store_is_invalid_params_at_its_part(
+    owner_client: APIClient, calculator: Agent, text: str
+) -> None:
+    raw = (
+        '{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": '
+        '{"kind": "message", "messageId": "m", "role": "user", "parts": '
+        f'[{{"kind": "text", "text": "{text}"}}]}}}}}}'
+    )
+
+    refused = error(owner_client.post(URL, raw, content_type="application/json").json())
+
+    assert refused["code"] == -32602
+    assert refused["data"]["path"] == ["params", "message", "parts", 0, "text"]
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_nan_is_not_json_and_deep_nesting_is_refused(
+    owner_client: APIClient, calculator: Agent
+) -> None:
+    nan = '{"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": NaN}}'
+    assert error(owner_client.post(URL, nan, content_type="application/json").json())["code"] == (
+        -32700
+    )
+    deep = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "x"}}
+    nested: Any = "x"
+    for _ in range(150):
+        nested = [nested]
+    deep["params"]["metadata"] = nested  # type: ignore[index]
+    refused = error(owner_client.post(URL, deep, format="json").json())
+    assert refused["code"] == -32602
+    assert "deeper than" in refused["message"]
+
+
+@pytest.mark.django_db
+def test_a_body_over_the_apis_limit_is_413(
+    owner_client: APIClient, calculator: Agent, settings: Any
+) -> None:
+    settings.API_MAX_BODY_BYTES = 1000
+    ask = legacy({"kind": "text", "text": "x" * 2000})
+
+    answer = owner_client.post(
+        URL, {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": ask}, format="json"
+    )
+
+    assert answer.status_code == 413
+    assert not Run.objects.exists()
