@@ -86,13 +86,15 @@ class Chunk(models.Model):
             models.UniqueConstraint(fields=["document", "position"], name="chunk_position_unique")
         ]
         indexes = [
-            # m 32 / ef_construction 128 (pgvector's defaults are 16 / 64): on 100,000
-            # chunks of the local embedder, recall@10 0.97 at ef_search 300 where 16 / 64
-            # needs 800 for 0.95 (bench/hnsw_params.py); a slower build, the same size.
+            # m 16 / ef_construction 128, searched at ef_search 600 (HNSW_EF_SEARCH): on
+            # 100,000 chunks of the local embedder, recall@10 0.956 to 0.964 where m 32 / 128
+            # gives 0.97 at 300, for about the same search latency (bench/hnsw_params.py). An
+            # insert costs about a third as much: pgvector rewrites the neighbour lists of up
+            # to 2m neighbours per row, pruning each (bench/README.md, ingestion).
             HnswIndex(
                 name="chunk_embedding_hnsw",
                 fields=["embedding"],
-                m=32,
+                m=16,
                 ef_construction=128,
                 opclasses=["vector_cosine_ops"],
             ),

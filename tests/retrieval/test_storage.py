@@ -17,3 +17,12 @@ def test_embeddings_are_stored_main_so_they_stay_in_the_row() -> None:
             " WHERE attrelid = 'retrieval_chunk'::regclass AND attname = 'embedding'"
         )
         assert cursor.fetchone() == ("m",)
+
+
+def test_the_hnsw_index_links_16_neighbours_and_searches_600_candidates(settings) -> None:
+    # m 16 inserts at about a third of m 32's cost; ef_search 600 keeps recall@10 >= 0.95
+    # on bench/hnsw_params.py's corpus. Changing one without the other loses one of the two.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'chunk_embedding_hnsw'")
+        assert cursor.fetchone() == (["m=16", "ef_construction=128"],)
+    assert settings.HNSW_EF_SEARCH >= 600
