@@ -89,7 +89,7 @@ GOAL_RECALL = 0.95
 # The session settings of the index builds (the server's defaults are left alone).
 BUILD_SETTINGS = {"maintenance_work_mem": "1GB"}
 # HNSW_EF_SEARCH values the unfiltered recall is measured at.
-EF_SWEEP = (40, 100, 200, 400)
+EF_SWEEP = (40, 100, 200, 300, 400, 600, 800)
 
 
 # ---------------------------------------------------------------- corpus
