@@ -1,9 +1,11 @@
 import os
 from typing import Any
 
+from django.conf import settings
 from django.core.asgi import get_asgi_application
 
 from agentbuilder.asgi_body import BodyLength
+from agentbuilder.request_threads import RequestThreads
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentbuilder.settings")
 
@@ -23,8 +25,9 @@ async def route(scope: Any, receive: Any, send: Any) -> None:
     await django_application(scope, receive, send)
 
 
-# Chunked bodies are read (and oversized ones refused) before Django sees the request.
-application = BodyLength(route)
+# Chunked bodies are read (and oversized ones refused) before Django sees the request; its
+# sync work runs on REQUEST_THREADS shared threads, not a thread per request in flight.
+application = BodyLength(RequestThreads(route, settings.REQUEST_THREADS))
 
 # Renew this process's leases and sweep dead processes' runs and documents, from the first
 # request on (agentbuilder.liveness): with the lifespan off there is no start-up event.
