@@ -145,7 +145,7 @@ class Route:
     body: Callable[[str, str], dict[str, Any]]  # (message, agent name)
     text: Callable[[bytes], str]  # the answer's final text; AssertionError when malformed
     shows_call: bool = True  # whether the answer carries the tool call
-    headers: tuple[tuple[str, str], ...] = ()
+    headers: Callable[[str], dict[str, str]] | None = None  # (agent name) -> headers to add
     # The run's id from the answer's body, for a protocol whose answer has no X-Run-Id.
     run_id: Callable[[bytes], str | None] | None = None
 
@@ -188,14 +188,30 @@ def _a2a(method: str) -> Callable[[str, str], dict[str, Any]]:
     return body
 
 
-def _tools_call(text: str, agent: str) -> dict[str, Any]:
-    arguments = {"message": text}
+MCP_2025, MCP_2026 = "2025-11-25", "2026-07-28"
+
+
+def _tools_call(text: str, agent: str, version: str = MCP_2025) -> dict[str, Any]:
+    meta: dict[str, Any] = {"progressToken": 1}
+    if version == MCP_2026:  # the per-request protocol: each request says who is calling
+        meta["io.modelcontextprotocol/protocolVersion"] = version
+        meta["io.modelcontextprotocol/clientCapabilities"] = {}
     return {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
-        "params": {"name": agent, "arguments": arguments, "_meta": {"progressToken": 1}},
+        "params": {"name": agent, "arguments": {"message": text}, "_meta": meta},
     }
+
+
+def _mcp_headers(version: str) -> Callable[[str], dict[str, str]]:
+    def headers(agent: str) -> dict[str, str]:
+        sent = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": version}
+        if version == MCP_2026:  # the per-request protocol routes on headers that mirror the body
+            sent |= {"Mcp-Method": "tools/call", "Mcp-Name": agent}
+        return sent
+
+    return headers
 
 
 ROUTES = (
@@ -222,17 +238,25 @@ ROUTES = (
         lambda t, _: {"input": _input(t), "stream": True},
         _process_stream_text,
     ),
-    # The SDK's 2025 transport (stateless: no initialize), SSE with the text as progress.
+    # The MCP server's tools/call, SSE with the text as progress (a tool result holds the
+    # answer only): on the SDK's 2025 transport (stateless, no initialize) and on the 2026
+    # per-request protocol that the SDK's Client speaks by default.
     Route(
-        "mcp tools/call",
+        "mcp tools/call 2025",
         "/v1/mcp",
         _tools_call,
         _mcp_text,
-        shows_call=False,  # a tool result holds the answer only
-        headers=(
-            ("Accept", "application/json, text/event-stream"),
-            ("MCP-Protocol-Version", "2025-11-25"),
-        ),
+        shows_call=False,
+        headers=_mcp_headers(MCP_2025),
+        run_id=_mcp_run_id,
+    ),
+    Route(
+        "mcp tools/call 2026",
+        "/v1/mcp",
+        lambda t, agent: _tools_call(t, agent, MCP_2026),
+        _mcp_text,
+        shows_call=False,
+        headers=_mcp_headers(MCP_2026),
         run_id=_mcp_run_id,
     ),
     # A2A (0.3's method names) at the agent's endpoint, by name: a task (its artifact, the
@@ -303,7 +327,8 @@ async def load_case(
     body = case.route.body(case.message, case.agent)
 
     async def worker(token: str) -> None:
-        headers = {"Authorization": f"Bearer {token}", **dict(case.route.headers)}
+        extra = case.route.headers(case.agent) if case.route.headers else {}
+        headers = {"Authorization": f"Bearer {token}", **extra}
         for _ in numbers:
             started = time.perf_counter()
             try:
