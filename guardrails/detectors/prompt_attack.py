@@ -83,6 +83,8 @@ DELIMITERS: tuple[WeightedPattern, ...] = (
 
 # Up to this many characters the rules read all of a text (about 20 ms of CPU at most).
 LONG = 16_000
+# Text written backwards is a trick of short prompts; longer text is not worth the pass.
+BACKWARDS_UP_TO = 2_000
 
 
 class PromptAttackDetector:
@@ -125,6 +127,14 @@ class PromptAttackDetector:
                 Hit(h.start, h.end, "prompt attack in rot13", h.weight)
                 for h in rot13.restore(find(LANGUAGE, rot13.text))
             ]
+        if len(text) <= BACKWARDS_UP_TO:
+            mirrored = fold(encodings.backwards(text))
+            if encodings.reads_as_english(mirrored.text):
+                # Offsets in the mirrored text, mirrored back onto the text as written.
+                hits += [
+                    Hit(len(text) - h.end, len(text) - h.start, "prompt attack backwards", h.weight)
+                    for h in mirrored.restore(find(LANGUAGE, mirrored.text))
+                ]
         if depth > 0:
             for run in encodings.decoded_runs(text):
                 inner = verdict(self._hits(run.decoded, depth - 1), self.threshold, "")
