@@ -27,6 +27,7 @@ from agents.runtime.spec import Meter
 from agents.runtime.trace import Step, Trace, cut
 from guardrails.engines.base import Stage
 from guardrails.engines.rules import Rule
+from retrieval.nodes import Node
 
 CONTEXT_CHARS = 64  # of released text, re-checked with each window: phrases span windows
 _SENTENCE_END = re.compile(r"[.!?…](?:[\"')\]]*)\s+|\n")
@@ -97,6 +98,19 @@ async def screen_context(
             )
             trace.add(steps[index])
     return found
+
+
+async def screen_nodes(rules: Sequence[Rule], nodes: list[Node], trace: Trace | None) -> list[Node]:
+    """The retrieved passages that no context-stage guardrail blocks: the others reach
+    neither the model nor the answer's sources."""
+    where = [
+        {"source": "retrieval", "chunkId": str(n.chunk_id), "docId": str(n.document_id)}
+        for n in nodes
+    ]
+    blocked = await screen_context(
+        rules, [(n.text, w) for n, w in zip(nodes, where, strict=True)], trace, "DROPPED"
+    )
+    return [n for n, rule in zip(nodes, blocked, strict=True) if rule is None]
 
 
 def withheld(tool: str, guardrail: str) -> str:

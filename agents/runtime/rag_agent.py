@@ -22,7 +22,7 @@ from agents.llm.base import (
     ToolSpec,
 )
 from agents.runtime.events import Event, ResponseCompleted, TextDelta
-from agents.runtime.guard import screen_context
+from agents.runtime.guard import screen_nodes
 from agents.runtime.model_step import StepResult, model_request, model_step
 from agents.runtime.spec import AgentSpec, Meter, Retriever, RunFailure, RunInput
 from retrieval.nodes import Node
@@ -57,7 +57,7 @@ async def run_rag_agent(
     nodes = await retrieve(question, meter.trace)
     if config.enable_multihop_query_refinement:
         nodes = await _refine(spec, config, question, nodes, meter, retrieve)
-    nodes = await _screened(run_input, nodes, meter)
+    nodes = await screen_nodes(run_input.guardrails, nodes, meter.trace)
     request = _request(spec, config, run_input, question, nodes)
     outputs: dict[str, Any] = {"sourceNodes": [n.source_node() for n in nodes], "ragMode": "normal"}
     if not config.enable_hallucination_check:
@@ -71,22 +71,6 @@ async def run_rag_agent(
     outputs["hallucinationCheck"] = check
     yield TextDelta(answer)
     yield ResponseCompleted(usage=meter.usage, text=answer, custom_outputs=outputs)
-
-
-async def _screened(run_input: RunInput, nodes: list[Node], meter: Meter) -> list[Node]:
-    """The passages that no context-stage guardrail blocks: the others never reach the
-    model, nor the answer's sources."""
-    where = [
-        {"source": "retrieval", "chunkId": str(n.chunk_id), "docId": str(n.document_id)}
-        for n in nodes
-    ]
-    blocked = await screen_context(
-        run_input.guardrails,
-        [(n.text, w) for n, w in zip(nodes, where, strict=True)],
-        meter.trace,
-        "DROPPED",
-    )
-    return [n for n, rule in zip(nodes, blocked, strict=True) if rule is None]
 
 
 def _question(run_input: RunInput) -> str:

@@ -14,6 +14,7 @@ from agents.configs import (
     ToolAgentConfig,
 )
 from agents.llm.base import ToolSpec
+from agents.runtime.guard import screen_nodes
 from agents.runtime.spec import AgentSpec, Meter, RunInput
 from agents.runtime.tools.base import Outcome, Tool, ToolFailure, function_tool
 from agents.runtime.tools.functions import REGISTRY
@@ -74,6 +75,8 @@ def _search_tool(entry: RagTool, run_input: RunInput | None, meter: Meter) -> To
         if retrieve is None:
             raise ToolFailure("search is not available in this run")
         nodes = await retrieve(str(arguments["query"]), meter.trace)
+        # Passage by passage, so one poisoned passage does not cost the model the others.
+        nodes = await screen_nodes(run_input.guardrails if run_input else (), nodes, meter.trace)
         found = [n.source_node() | {"title": n.title} for n in nodes]
         return Outcome(json.dumps(found, ensure_ascii=False), value=found)
 

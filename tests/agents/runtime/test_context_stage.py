@@ -161,3 +161,37 @@ def test_without_context_guardrails_a_tool_result_goes_to_the_model_as_it_is() -
     assert "password" in result.content
     assert not result.is_error
     assert guardrail_steps(meter) == []
+
+
+def test_a_search_tool_drops_the_poisoned_passage_and_keeps_the_others() -> None:
+    config = config_parse(
+        "tool",
+        {
+            "llmModelId": "local.demo-v1",
+            "tools": [{"toolType": "rag", "name": "search", "description": "Searches"}],
+        },
+    )
+    provider = ScriptedProvider(
+        [call("search", '{"query": "refunds"}'), done("tool_use")], answer("14 days.")
+    )
+    spec = AgentSpec("agent", "tool", config, provider, "scripted")
+
+    async def search(query: str) -> list[Node]:
+        return [node(1, CLEAN), node(2, INJECTION)]
+
+    meter = Meter()
+    run_input = RunInput(
+        (Message("user", "Refunds?"),),
+        guardrails=(context_rule(),),
+        retrievers={"search": Retriever(search)},
+    )
+
+    async def collect() -> list[Event]:
+        return [e async for e in run(spec, run_input, meter=meter)]
+
+    events = asyncio.run(collect())
+    [result] = [e for e in events if isinstance(e, ToolResult)]
+    assert not result.is_error
+    assert CLEAN in result.content
+    assert "password" not in result.content
+    assert [s["action"] for s in guardrail_steps(meter)] == ["DROPPED"]
