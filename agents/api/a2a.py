@@ -143,6 +143,10 @@ class A2AAgentListView(AsyncApiView):
         },
         tags=["a2a"],
         summary="The A2A agent cards of the environment's agents the caller may invoke",
+        description="Each agent as an A2A agent (a2a-protocol.org): its card names its "
+        "JSON-RPC endpoint, `POST /v1/a2a/{name}` (`message/send`, `message/stream`, "
+        "`tasks/get`, `tasks/cancel`, or 1.0's `SendMessage` ...), its skills and the "
+        "Bearer token it takes.",
     )
     async def get(self, request: Request) -> HttpResponseBase:
         return JsonResponse(await in_db(self._list)())
@@ -179,6 +183,8 @@ class A2AAgentCardView(AsyncApiView):
         responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The agent card.")},
         tags=["a2a"],
         summary="One agent's A2A agent card",
+        description="For a caller who may READ or INVOKE the agent; `name@3` or `name@prod` "
+        "is the card of that version, its endpoint running it.",
     )
     async def get(self, request: Request, name: str) -> HttpResponseBase:
         return JsonResponse(await in_db(self._get)(name))
