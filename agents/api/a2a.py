@@ -52,7 +52,7 @@ from agents import selectors
 from agents.api.streaming import run_headers
 from agents.api.views import ENVIRONMENT
 from agents.configs import config_parse
-from agents.models import Agent, Run, RunStatus
+from agents.models import Agent, AgentVersion, Run, RunStatus
 from agents.permissions import Action
 from agents.protocols.a2a.card import agent_card, card_json
 from agents.protocols.a2a.dialects import Method
@@ -98,32 +98,26 @@ class _JsonAnswers(BaseContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
-def _agent_seen(view: AsyncApiView, name: str) -> tuple[Agent, bool]:
-    """The agent `name` names if the caller may READ or INVOKE it (NotFound otherwise), and
-    whether it may INVOKE it."""
+def _agent_seen(view: AsyncApiView, name: str) -> Agent:
+    """The agent `name` names if the caller may READ or INVOKE it (NotFound otherwise)."""
     user, environment = view.request.user, view.environment
     try:
-        agent = selectors.agent_get_by_name(
+        return selectors.agent_get_by_name(
             user=user, environment=environment, name=name, action=Action.INVOKE
         )
     except PermissionDenied:  # it may READ it: that is seeing it
-        return selectors.agent_get_by_name(user=user, environment=environment, name=name), False
-    return agent, True
+        return selectors.agent_get_by_name(user=user, environment=environment, name=name)
 
 
-def _endpoint_url(request: Request, name: str) -> str:
-    return request.build_absolute_uri(f"{ROUTE}/{quote(name, safe='@')}")
-
-
-def _card(request: Request, agent: Agent, reference: str, version_ref: str) -> dict[str, Any]:
-    version = selectors.version_to_run(agent=agent, ref=version_ref)
+def _card(request: Request, agent: Agent, version: AgentVersion, reference: str) -> dict[str, Any]:
+    """The card of `version`, its endpoint named by `reference` (`name`, `name@prod`)."""
     card = agent_card(
         name=agent.name,
         description=agent.description,
         agent_type=agent.agent_type,
         config=config_parse(agent.agent_type, version.config),
         version=version.number,
-        url=_endpoint_url(request, reference),
+        url=request.build_absolute_uri(f"{ROUTE}/{quote(reference, safe='@')}"),
         docs_url=request.build_absolute_uri("/v1/docs"),
     )
     return card_json(card)
@@ -156,21 +150,11 @@ class A2AAgentListView(AsyncApiView):
             selectors.agent_list_invocable(user=self.request.user, environment=self.environment)
         )
         versions = selectors.latest_versions(agent_ids=[a.pk for a in agents])
-        cards = []
-        for agent in agents:
-            version = versions.get(agent.pk)
-            if version is None:
-                continue
-            card = agent_card(
-                name=agent.name,
-                description=agent.description,
-                agent_type=agent.agent_type,
-                config=config_parse(agent.agent_type, version.config),
-                version=version.number,
-                url=_endpoint_url(self.request, agent.name),
-                docs_url=self.request.build_absolute_uri("/v1/docs"),
-            )
-            cards.append(card_json(card))
+        cards = [
+            _card(self.request, agent, versions[agent.pk], agent.name)
+            for agent in agents
+            if agent.pk in versions
+        ]
         return {"agents": cards}
 
 
@@ -191,7 +175,9 @@ class A2AAgentCardView(AsyncApiView):
 
     def _get(self, reference: str) -> dict[str, Any]:
         name, version_ref = _reference(reference)
-        return _card(self.request, _agent_seen(self, name)[0], reference, version_ref)
+        agent = _agent_seen(self, name)
+        version = selectors.version_to_run(agent=agent, ref=version_ref)
+        return _card(self.request, agent, version, reference)
 
 
 def _reference(reference: str) -> tuple[str, str]:
