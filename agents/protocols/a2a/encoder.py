@@ -146,7 +146,9 @@ class TaskEncoder:
             message = failure_message(self.task_id, self.context_id, event.code, event.message)
             error = {"error": {"code": event.code, "message": event.message}}
             return [*self._flush(), self._end(pb.TASK_STATE_FAILED, message, error)]
-        return [*self._flush(), self._end(pb.TASK_STATE_CANCELED)]
+        if isinstance(event, Canceled):
+            return [*self._flush(), self._end(pb.TASK_STATE_CANCELED)]
+        return []
 
     def _artifact(
         self, parts: list[pb.Part], *, append: bool, last: bool, metadata: dict[str, Any]
