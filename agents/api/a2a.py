@@ -8,7 +8,9 @@
 - `POST /v1/a2a/{name}`: the JSON-RPC endpoint. `message/send` and `message/stream` (or
   1.0's `SendMessage`, `SendStreamingMessage`) start a run with protocol `a2a` (INVOKE: a
   403 without it); the task id is the run id, the `contextId` the run's thread (the
-  caller's own: another caller's same id is another thread). `tasks/get` (`GetTask`) reads
+  caller's own: another caller's same id is another thread). A send that asks to return at
+  once (1.0's `returnImmediately`, 0.3's `blocking: false`) answers the working task and
+  the run goes on without the request, for the client to poll. `tasks/get` (`GetTask`) reads
   the caller's runs of the agent (every caller's with AUDIT); `tasks/cancel` (`CancelTask`)
   cancels the caller's own run while it runs (agents.protocols.a2a.running for its scope).
   The endpoint is a 404, before its body is read, for a caller who may neither READ nor
@@ -317,6 +319,10 @@ class A2AEndpointView(AsyncApiView):
         running = RunningTask(invocation)
         if call.method is Method.STREAM:
             return _stream(running, SseEncoder(tasks, call.request_id, call.dialect), invocation)
+        if call.returns_at_once:  # the client polls tasks/get (or cancels)
+            running.detach()
+            body = response(call.request_id, send_result(tasks.working(), call.dialect))
+            return _json(body, run_headers(invocation))
         async with aclosing(running.events()) as updates:
             try:
                 async for update in updates:

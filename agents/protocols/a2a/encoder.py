@@ -122,10 +122,15 @@ class TaskEncoder:
         self.chunks = 0  # chunks of the artifact so far
         self.final: pb.Task | None = None  # the task as it ended, for message/send
 
+    def working(self) -> pb.Task:
+        """The task as it starts: working on the user's message."""
+        task = pb.Task(id=self.task_id, context_id=self.context_id, history=[self.user])
+        task.status.CopyFrom(status(pb.TASK_STATE_WORKING))
+        return task
+
     def updates(self, event: Update) -> list[pb.StreamResponse]:
         if isinstance(event, ResponseCreated):
-            task = pb.Task(id=self.task_id, context_id=self.context_id, history=[self.user])
-            task.status.CopyFrom(status(pb.TASK_STATE_WORKING))
+            task = self.working()
             task.metadata.update({"model": event.model})
             return [pb.StreamResponse(task=task)]
         if isinstance(event, TextDelta):

@@ -57,6 +57,8 @@ class Call:
     message: pb.Message | None = None  # send, stream
     task_id: str = ""  # get, cancel
     history_length: int | None = None  # get
+    # send: answer at once with the working task, the run going on (the client polls it)
+    returns_at_once: bool = False
 
     def refusal(self, error: A2AError) -> RpcRefusal:
         return RpcRefusal(error, self.request_id, self.dialect)
@@ -137,7 +139,8 @@ def _read(call: Call, params: dict[str, Any]) -> Call:
             send = _proto(params, pb.SendMessageRequest())
             if not send.HasField("message"):
                 raise invalid_params([(("params", "message"), "a message is required")])
-            return _with_message(call, send.message)
+            at_once = send.configuration.return_immediately
+            return _with_message(call, send.message, at_once)
         query = _proto(
             params, pb.GetTaskRequest() if call.method is Method.GET else pb.CancelTaskRequest()
         )
@@ -148,15 +151,16 @@ def _read(call: Call, params: dict[str, Any]) -> Call:
         )
         return _with_task(call, query.id, length)
     if sending:
-        message = _pydantic(v03.MessageSendParams, params).message
-        return _with_message(call, conversions.to_core_message(message))
+        send = _pydantic(v03.MessageSendParams, params)
+        at_once = send.configuration is not None and send.configuration.blocking is False
+        return _with_message(call, conversions.to_core_message(send.message), at_once)
     if call.method is Method.GET:
         task = _pydantic(v03.TaskQueryParams, params)
         return _with_task(call, task.id, task.history_length)
     return _with_task(call, _pydantic(v03.TaskIdParams, params).id, None)
 
 
-def _with_message(call: Call, message: pb.Message) -> Call:
+def _with_message(call: Call, message: pb.Message, at_once: bool) -> Call:
     if message.role != pb.ROLE_USER:
         raise invalid_params([(("params", "message", "role"), "the message's role must be user")])
     if not message.parts:
@@ -165,7 +169,10 @@ def _with_message(call: Call, message: pb.Message) -> Call:
         raise invalid_params(
             [(("params", "message", "contextId"), "a contextId is at most 100 characters")]
         )
-    return Call(call.request_id, call.dialect, call.method, message=message)
+    at_once = at_once and call.method is Method.SEND  # a stream answers as it goes anyway
+    return Call(
+        call.request_id, call.dialect, call.method, message=message, returns_at_once=at_once
+    )
 
 
 def _with_task(call: Call, task_id: str, history_length: int | None) -> Call:

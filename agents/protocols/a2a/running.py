@@ -34,6 +34,7 @@ class RunningTask:
         self.canceled = False
         self._queue: asyncio.Queue[Update | None] = asyncio.Queue()
         self._recorded = recorded_events(invocation)
+        self._drain: asyncio.Task[None] | None = None  # see detach
         _running[self.run_id] = self
         self._worker = asyncio.create_task(self._consume())
 
@@ -75,6 +76,17 @@ class RunningTask:
                 self._worker.cancel()
                 # Shielded: the request's own cancellation must not cut the run's record.
                 await asyncio.shield(asyncio.wait({self._worker}))
+
+    def detach(self) -> None:
+        """Let the run go on without the request (`message/send` that returns at once): its
+        updates are read to the end by a task of its own, held here until then."""
+
+        async def drain() -> None:
+            async with aclosing(self.events()) as updates:
+                async for _ in updates:
+                    pass
+
+        self._drain = asyncio.create_task(drain())
 
     def broke(self, failure: BaseException) -> None:
         """The request's encoding of the run broke: the run ends `failed` (internal_error),

@@ -579,3 +579,65 @@ def _in_progress_run() -> str:
         return str(run_id) if run_id else ""
     finally:
         connection.close()  # a thread of asyncio's pool: the test database must be let go
+
+
+@LIVE
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+def test_a_polling_client_gets_the_working_task_at_once_and_polls_it_to_its_end(
+    port: int, owner: Any, make_agent: Any, openai_backend: Backend, version: str
+) -> None:
+    make_agent("Slowpoke", "tool", config=openai_backend.config(CALCULATOR["config"]))
+    openai_backend.script(Turn(text=["Fifteen, ", "as asked."], delay=1.5))
+    token = tok(owner)
+
+    async def send_then_poll() -> tuple[pb.Task, list[pb.Task]]:
+        async with session(token) as client:
+            card = await A2ACardResolver(client, base(port, "Slowpoke")).get_agent_card()
+            kept = [i for i in card.supported_interfaces if i.protocol_version == version]
+            del card.supported_interfaces[:]
+            card.supported_interfaces.extend(kept)
+            config = ClientConfig(httpx_client=client, streaming=False, polling=True)
+            a2a = ClientFactory(config).create(card)
+            [first] = [u async for u in a2a.send_message(pb.SendMessageRequest(message=ask()))]
+            polled = []
+            while not polled or polled[-1].status.state == pb.TASK_STATE_WORKING:
+                await asyncio.sleep(0.1)
+                polled.append(await a2a.get_task(pb.GetTaskRequest(id=first.task.id)))
+            return first.task, polled
+
+    started = time.monotonic()
+    first, polled = asyncio.run(send_then_poll())
+
+    assert first.status.state == pb.TASK_STATE_WORKING
+    assert not first.artifacts
+    assert polled[0].status.state == pb.TASK_STATE_WORKING  # the model takes its 1.5 s
+    assert polled[-1].status.state == pb.TASK_STATE_COMPLETED
+    assert answer(polled[-1]) == "Fifteen, as asked."
+    assert time.monotonic() - started < 10
+    run = Run.objects.get(pk=first.id)
+    assert (run.status, run.protocol, run.output) == ("completed", "a2a", "Fifteen, as asked.")
+
+
+@LIVE
+def test_a_task_left_running_by_its_send_can_be_canceled(
+    port: int, owner: Any, make_agent: Any, openai_backend: Backend
+) -> None:
+    make_agent("Counter", "tool", config=openai_backend.config(CALCULATOR["config"]))
+    openai_backend.script(Turn(text=["Counting: "], hang=30))
+    token = tok(owner)
+
+    async def send_then_cancel() -> pb.Task:
+        async with session(token) as client:
+            card = await A2ACardResolver(client, base(port, "Counter")).get_agent_card()
+            config = ClientConfig(httpx_client=client, streaming=False, polling=True)
+            a2a = ClientFactory(config).create(card)
+            [first] = [u async for u in a2a.send_message(pb.SendMessageRequest(message=ask()))]
+            return await a2a.cancel_task(pb.CancelTaskRequest(id=first.task.id))
+
+    canceled = asyncio.run(send_then_cancel())
+
+    assert canceled.status.state == pb.TASK_STATE_CANCELED
+    assert Run.objects.get(pk=canceled.id).status == "canceled"
+    fake = openai_backend.fake
+    assert fake is not None
+    assert fake.disconnected.wait(2), "the model call was not abandoned"
