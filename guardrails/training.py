@@ -10,13 +10,14 @@ are never seen here.
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
 
 from guardrails import quality
-from guardrails.detectors.classifier import HEAD, PromptClassifier, prompt_classifier
+from guardrails.detectors.classifier import HEAD, PromptClassifier, guardian_model
 
 # Prose and plain statements that no one would block: long benign text, so that length
 # and style alone do not read as an attack. Used for fitting only, never for reporting.
@@ -74,9 +75,12 @@ def _matrix(classifier: PromptClassifier, texts: list[str]) -> object:
     cols: list[int] = []
     values: list[float] = []
     for row, text in enumerate(texts):
-        vector = classifier.vector(text)
-        extra = classifier.guardian_probabilities(vector)
-        for column, value in [*vector.items(), *((width + k, p) for k, p in enumerate(extra))]:
+        columns, weights = classifier.features(text)
+        extra = classifier.guardian_logits(columns, weights)
+        for column, value in [
+            *zip(columns, weights, strict=True),
+            *((width + k, s) for k, s in enumerate(extra)),
+        ]:
             rows.append(row)
             cols.append(column)
             values.append(value)
@@ -94,10 +98,12 @@ def _thresholds(scores: list[float], sets: list[str]) -> dict[str, float]:
 
 
 def fit() -> dict[str, object]:
+    import numpy
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
-    classifier = prompt_classifier()
+    # Guardian's features and class scores; the head being fitted is not needed for them.
+    classifier = PromptClassifier(guardian_model(), {"bias": 0.0, "features": {}, "thresholds": {}})
     texts, labels, sets = _examples()
     matrix = _matrix(classifier, texts)
     targets = [int(label == 1) for label in labels]
@@ -110,22 +116,28 @@ def fit() -> dict[str, object]:
     names = {v: k for k, v in g.word["vocab"].items()}
     names.update({g.n_word + v: f"c:{k}" for k, v in g.char["vocab"].items()})
     width = g.n_word + len(g.char["vocab"])
-    coef = model.coef_[0]
+    coef = numpy.asarray(model.coef_[0])
+    # Guardian's class scores are linear in the features: fold their weights into one row.
+    guardian = numpy.asarray(g.coef)
+    folded = coef[:width] + coef[width:] @ guardian
+    bias = float(model.intercept_[0]) + float(coef[width:] @ numpy.asarray(g.intercept))
     return {
-        "about": "prompt-attack head over SecureVector Guardian 1.4.0 features; "
-        "fitted by guardrails/training.py on the development halves",
-        "bias": round(float(model.intercept_[0]), 5),
+        "about": "prompt-attack head over SecureVector Guardian 1.4.0 features and class "
+        "scores, folded into one weight a feature; fitted by guardrails/training.py on the "
+        "development halves",
+        "bias": round(bias, 5),
         "thresholds": thresholds,
-        "classes": {c: round(float(coef[width + k]), 5) for k, c in enumerate(g.classes)},
         "features": {
-            names[i]: round(float(coef[i]), 5) for i in range(width) if abs(coef[i]) >= 1e-3
+            names[i]: round(float(folded[i]), 4) for i in range(width) if abs(folded[i]) >= 1e-3
         },
     }
 
 
 def main() -> None:
     head = fit()
-    HEAD.write_text(json.dumps(head, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+    text = json.dumps(head, ensure_ascii=False, sort_keys=True) + "\n"
+    # mtime 0: the same head gives the same bytes, so a refit that changes nothing shows none.
+    HEAD.write_bytes(gzip.compress(text.encode(), mtime=0))
     print(f"wrote {HEAD}: {len(head['features'])} weights, thresholds {head['thresholds']}")  # type: ignore[arg-type]
 
 

@@ -3,10 +3,11 @@
 Features and a first opinion come from SecureVector Guardian (`securevector-guardian-model`,
 Apache-2.0): its wheel ships the vocabulary, the idf weights and eight linear class heads
 (benign, prompt injection, jailbreak, …), with a pure-Python runtime and no download. On
-sets written by others Guardian alone misses a third of real-world jailbreaks, so a second
-linear head over the same features (plus Guardian's class probabilities) is fitted on the
-development halves of those sets (`python -m guardrails.training`) and shipped as
-`guardrails/data/prompt_attack_head.json`. One feature extraction serves both heads.
+sets written by others Guardian alone misses a third of real-world jailbreaks, so a head
+over the same features and Guardian's eight class scores is fitted on the development
+halves of those sets (`python -m guardrails.training`). Guardian's class scores are linear
+in the features, so the fitted head folds into one weight per feature:
+`guardrails/data/prompt_attack_head.json`, one dot product a text.
 
 Long text is scored in windows, the highest score wins: an attack buried in a long
 document is not diluted by the benign text around it, and the work is capped.
@@ -14,6 +15,7 @@ document is not diluted by the benign text around it, and the work is capped.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import re
@@ -28,7 +30,7 @@ from typing import Any
 from guardrails.detectors.rules import DATA
 from guardrails.engines.base import PASS, Span, Stage, Verdict
 
-HEAD = DATA / "prompt_attack_head.json"
+HEAD = DATA / "prompt_attack_head.json.gz"
 WHOLE = 3000  # up to this many characters a text is scored whole: a 2 KB prompt is one
 # Longer text is scored in windows about a paragraph long: an injection buried in a long
 # document or tool result would be diluted by the benign text around it in a larger one.
@@ -56,7 +58,6 @@ class PromptClassifier:
 
     def __init__(self, guardian: Any, head: dict[str, Any]) -> None:
         self.guardian = guardian
-        self.classes: list[str] = guardian.classes
         self.word_vocab: dict[str, int] = guardian.word["vocab"]
         self.char_vocab: dict[str, int] = guardian.char["vocab"]
         self.word_range: tuple[int, int] = tuple(guardian.word["ngram_range"])
@@ -73,9 +74,8 @@ class PromptClassifier:
                 column = self.word_vocab.get(name)
             if column is not None:
                 head_row[column] = float(weight)
-        self.rows: list[list[float]] = [*guardian.coef, head_row]
-        self.intercepts: list[float] = [*guardian.intercept, float(head["bias"])]
-        self.class_weights = [float(head["classes"].get(c, 0.0)) for c in self.classes]
+        self.head_row = head_row
+        self.bias = float(head["bias"])
         self.thresholds: dict[str, float] = dict(head["thresholds"])
         self._char_columns = lru_cache(maxsize=1 << 16)(self._word_char_columns)
 
@@ -103,29 +103,13 @@ class PromptClassifier:
         )
         return columns + char_columns, values + char_values
 
-    def vector(self, text: str) -> dict[int, float]:
-        return dict(zip(*self.features(text), strict=True))
-
-    def _logits(self, columns: list[int], values: list[float]) -> list[float]:
-        if not columns:
-            return list(self.intercepts)
-        gather = itemgetter(*columns)
-        if len(columns) == 1:
-            return [
-                b + values[0] * row[columns[0]]
-                for b, row in zip(self.intercepts, self.rows, strict=True)
-            ]
-        return [
-            b + sum(map(mul, values, gather(row)))
-            for b, row in zip(self.intercepts, self.rows, strict=True)
-        ]
-
-    def guardian_probabilities(self, vector: dict[int, float]) -> list[float]:
-        return _softmax(self._logits(list(vector), list(vector.values()))[:-1])
+    def guardian_logits(self, columns: list[int], values: list[float]) -> list[float]:
+        """Guardian's eight class scores of a vector (for fitting the head, and tests)."""
+        g = self.guardian
+        return [b + _dot(columns, values, row) for b, row in zip(g.intercept, g.coef, strict=True)]
 
     def probability(self, text: str) -> float:
-        *guardian, head = self._logits(*self.features(text))
-        z = head + sum(map(mul, self.class_weights, _softmax(guardian)))
+        z = self.bias + _dot(*self.features(text), self.head_row)
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
     def score(self, text: str) -> Scored:
@@ -187,11 +171,10 @@ class _Sublinear(dict[int, float]):
 _SUBLINEAR = _Sublinear()
 
 
-def _softmax(logits: list[float]) -> list[float]:
-    top = max(logits)
-    exps = [math.exp(s - top) for s in logits]
-    total = sum(exps)
-    return [e / total for e in exps]
+def _dot(columns: list[int], values: list[float], row: list[float]) -> float:
+    if len(columns) > 1:
+        return sum(map(mul, values, itemgetter(*columns)(row)))
+    return values[0] * row[columns[0]] if columns else 0.0
 
 
 def windows(length: int) -> Iterator[tuple[int, int]]:
@@ -213,6 +196,12 @@ def windows(length: int) -> Iterator[tuple[int, int]]:
 def prompt_classifier() -> PromptClassifier:
     """The shared classifier, loaded once per process (about 0.3 s); raises LookupError
     when `securevector-guardian-model` is missing."""
+    return PromptClassifier(guardian_model(), json.loads(gzip.decompress(HEAD.read_bytes())))
+
+
+@cache
+def guardian_model() -> Any:
+    """Guardian's model from its wheel; raises LookupError when the package is missing."""
     try:
         from svguardian import resolve_runtime
         from svguardian.model.pure_infer import PureGuardian
@@ -221,8 +210,7 @@ def prompt_classifier() -> PromptClassifier:
             f"the classifier needs the 'securevector-guardian-model' package: {exc}"
         ) from exc
     # download=False: the wheel ships the model; a missing one must fail, never fetch.
-    guardian = PureGuardian.load(resolve_runtime(download=False))
-    return PromptClassifier(guardian, json.loads(HEAD.read_text(encoding="utf-8")))
+    return PureGuardian.load(resolve_runtime(download=False))
 
 
 class ClassifierDetector:
