@@ -331,7 +331,9 @@ def test_a_vector_the_database_refuses_fails_the_document_with_no_chunks(
     assert not Chunk.objects.filter(document=document).exists()
 
 
-@pytest.mark.django_db(transaction=True)
+# Committed for real (the commit is what the setting is about); the database restored after
+# as the other transactional tests here restore it.
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_only_the_ingestion_commit_skips_the_wal_flush(env, admin_user):
     with CaptureQueriesContext(connection) as captured:
         document = document_create(
