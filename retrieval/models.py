@@ -88,9 +88,10 @@ class Chunk(models.Model):
         indexes = [
             # m 16 / ef_construction 128, searched at ef_search 600 (HNSW_EF_SEARCH): on
             # 100,000 chunks of the local embedder, recall@10 0.956 to 0.964 where m 32 / 128
-            # gives 0.97 at 300, for about the same search latency (bench/hnsw_params.py). An
-            # insert costs about a third as much: pgvector rewrites the neighbour lists of up
-            # to 2m neighbours per row, pruning each (bench/README.md, ingestion).
+            # gives 0.97 at 300, and no slower (bench/hnsw_ab.py: p50 0.63x, the two
+            # alternated). An insert costs PostgreSQL less than half as much: pgvector
+            # rewrites the neighbour lists of up to 2m neighbours per row, pruning each
+            # (bench/ingestion_store.py).
             HnswIndex(
                 name="chunk_embedding_hnsw",
                 fields=["embedding"],
