@@ -38,6 +38,10 @@ WINDOW = 1200
 STRIDE = 900  # windows overlap, so a sentence cut by one is whole in the next
 MAX_WINDOWS = 24  # past this, windows spread evenly over the text: the cost stays bounded
 LABEL = "learned classifier"
+# Under this many words the classifier has too few n-grams to go on: it scored "no" and
+# "3x5 and 2x4?" as attacks. Short text is the rules' alone; attacks that short are rare
+# (the sets' shortest are phrases the rules know: "Developer mode enabled.").
+MIN_WORDS = 6
 
 
 @dataclass(frozen=True)
@@ -227,7 +231,7 @@ class ClassifierDetector:
             raise ValueError(f"sensitivity must be one of {names}, not {sensitivity!r}") from None
 
     def check(self, text: str, stage: Stage) -> Verdict:
-        if not text.strip():
+        if len(text.split(maxsplit=MIN_WORDS)) < MIN_WORDS:
             return PASS
         scored = self.classifier.score(text)
         score = round(scored.score, 4)
