@@ -86,6 +86,7 @@ def make_agent(env: Environment, admin_user: Any) -> Callable[..., Agent]:
 
 SEEDS = [
     ("agents.migrations.0002_version_immutable_and_catalog", "seed"),
+    ("agents.migrations.0007_model_attachment_capabilities", "add"),
     ("guardrails.migrations.0002_catalog", "seed"),
     ("guardrails.migrations.0004_catalog_engines", "configure"),
 ]
