@@ -4,7 +4,7 @@ that sends a real Bearer token."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -15,6 +15,7 @@ from agents.permissions import Action, grant
 from agents.services import agent_create
 from agents.tokens import token_encode
 from tests.factories import CONFIGS, EnvironmentFactory, UserFactory
+from tests.live import restore_serialized_rows
 
 
 @pytest.fixture
@@ -139,3 +140,16 @@ def _seeded(request: pytest.FixtureRequest) -> None:
 
     for module, function in SEEDS:
         getattr(importlib.import_module(module), function)(apps, None)
+
+
+@pytest.fixture(scope="module")
+def reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
+    """For a module of transactional, serialized-rollback tests (live servers, threads):
+    put the seeded rows back once its last test's flush has run.
+
+    xdist's loadfile schedules the biggest files first, so files with non-transactional
+    tests (which expect the `default` environment and the catalogs) can follow such a
+    module on the same worker.
+    """
+    yield
+    restore_serialized_rows(django_db_blocker)

@@ -15,16 +15,10 @@ from agentbuilder.asgi import application
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
 from agents.tokens import token_encode
-from tests.live import live_app, restore_serialized_rows
+from tests.live import live_app
 
 LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 BODY = {"messages": [{"role": "user", "content": "What is 3 x 5?"}]}
-
-
-@pytest.fixture(scope="module")
-def reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
-    yield
-    restore_serialized_rows(django_db_blocker)
 
 
 @pytest.fixture(scope="module")

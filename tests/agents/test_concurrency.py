@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import connection
 
 from agents.models import Agent, AgentVersion, AliasChange, VersionAlias
 from tests.conftest import client_for
@@ -17,25 +17,14 @@ from tests.factories import CALCULATOR_CONFIG
 
 # Transactional: the threads only see committed rows. serialized_rollback restores the
 # catalogs and the `default` environment that migrations seed and the flush would erase.
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.usefixtures("reseed_after_module"),
+]
 
 VERSIONS_ADDED = 8
 CREATE_ROUNDS = 5
 ALIAS_PUTS = 8
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Any:
-    """Put the seeded rows back once the last test's flush has run.
-
-    xdist's loadfile schedules the biggest files first, so files with non-transactional
-    tests (which expect the `default` environment and the catalogs) can follow this one on
-    the same worker.
-    """
-    yield
-    db = connections[DEFAULT_DB_ALIAS]
-    with django_db_blocker.unblock():
-        db.creation.deserialize_db_from_string(db._test_serialized_contents)
 
 
 def run_together(calls: list[Callable[[], Any]]) -> list[Any]:

@@ -10,7 +10,7 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -25,11 +25,12 @@ from retrieval.ingestion import documents_recover, ingestion_wait
 from retrieval.models import Chunk, Document, DocumentStatus
 from retrieval.services import document_create
 from tests.conftest import client_for
-from tests.live import ServerProcess, restore_serialized_rows, server_process
+from tests.live import ServerProcess, server_process
 
 LIVENESS = 3.0  # seconds: leases of 2 s, renewed and swept every half second
 SERVER_ENV = {"INGESTION_WORKERS": "2", "LIVENESS_SECONDS": str(LIVENESS)}
 TRANSACTIONAL = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = pytest.mark.usefixtures("reseed_after_module")
 
 
 def long_text(sentences: int, topic: str = "badges") -> str:
@@ -37,12 +38,6 @@ def long_text(sentences: int, topic: str = "badges") -> str:
         f"Rule {n} about {topic}: item {n % 97} is kept in warehouse {n % 13}."
         for n in range(sentences)
     )
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
-    yield
-    restore_serialized_rows(django_db_blocker)
 
 
 @pytest.fixture

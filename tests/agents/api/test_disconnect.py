@@ -18,19 +18,16 @@ from agents.models import Run
 from agents.tokens import token_encode
 from tests.agents.api.conftest import CREATED, DELTA, Backend
 from tests.fakes.server import Turn
-from tests.live import live_app, restore_serialized_rows
+from tests.live import live_app
 
 # Transactional: the server's threads only see committed rows. serialized_rollback restores
 # the catalogs and the `default` environment that the flush would erase.
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.usefixtures("reseed_after_module"),
+]
 
 ASK = {"messages": [{"role": "user", "content": "Count slowly."}]}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
-    yield
-    restore_serialized_rows(django_db_blocker)
 
 
 @pytest.fixture

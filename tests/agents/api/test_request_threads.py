@@ -8,7 +8,6 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -23,18 +22,15 @@ from agents.tokens import token_encode
 from tests.agents.api.conftest import COMPLETED, DELTA, Backend
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Turn
-from tests.live import live_app, restore_serialized_rows
+from tests.live import live_app
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.usefixtures("reseed_after_module"),
+]
 
 STREAMS = 24
 HOLD = 1.5  # seconds the model keeps each stream open after its text
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
-    yield
-    restore_serialized_rows(django_db_blocker)
 
 
 def test_open_streams_share_request_threads(

@@ -39,7 +39,7 @@ from agents.tokens import token_encode
 from tests.agents.api.conftest import CREATED, FAILED
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Call, Turn
-from tests.live import ServerProcess, restore_serialized_rows, server_process
+from tests.live import ServerProcess, server_process
 
 # Seconds: leases of 4 s, renewed and swept every second. Shorter leases made a loaded CI
 # machine's live server sweep a victim's runs before the victim could renew them.
@@ -55,12 +55,7 @@ ROUTES: dict[str, dict[str, Any]] = {
     },
 }
 TRANSACTIONAL = pytest.mark.django_db(transaction=True, serialized_rollback=True)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
-    yield
-    restore_serialized_rows(django_db_blocker)
+pytestmark = pytest.mark.usefixtures("reseed_after_module")
 
 
 @pytest.fixture

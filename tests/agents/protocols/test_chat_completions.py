@@ -46,7 +46,7 @@ from agents.runtime.tools.functions import REGISTRY, FunctionSpec
 from agents.tokens import token_encode
 from tests.agents.api.conftest import MODELS, Backend, _backend, openai_server  # noqa: F401
 from tests.fakes.server import Call, Turn
-from tests.live import live_app, restore_serialized_rows
+from tests.live import live_app
 
 # Live tests are transactional: the server's threads only see committed rows.
 # serialized_rollback restores the catalogs and the `default` environment the flush erases.
@@ -110,12 +110,6 @@ def get_messages(chat_stream):
 
 
 # ---------------------------------------------------------------- the live server
-
-
-@pytest.fixture(scope="module")
-def reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
-    yield
-    restore_serialized_rows(django_db_blocker)
 
 
 @pytest.fixture(scope="module")

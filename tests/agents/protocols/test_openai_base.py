@@ -17,16 +17,10 @@ from agents.models import Agent, Run
 from agents.permissions import Action, grant
 from agents.tokens import token_encode
 from tests.factories import CONFIGS, UserFactory
-from tests.live import live_app, restore_serialized_rows
+from tests.live import live_app
 
 LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 ASK = [{"role": "user", "content": "What is 3 x 5?"}]
-
-
-@pytest.fixture(scope="module")
-def reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
-    yield
-    restore_serialized_rows(django_db_blocker)
 
 
 @pytest.fixture(scope="module")

@@ -38,7 +38,7 @@ from retrieval.services import document_create
 from tests.factories import CONFIGS, UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Fail, Turn
-from tests.live import live_app, restore_serialized_rows, server_process
+from tests.live import live_app, server_process
 
 # Live tests are transactional: the server's threads only see committed rows;
 # serialized_rollback restores the catalogs and the `default` environment the flush erases.
@@ -58,12 +58,6 @@ REMOTE_CALCULATOR = {
     "llmModelId": "openai/gpt-4o-mini",
     "inferenceConfig": {"maxRetries": 0},
 }
-
-
-@pytest.fixture(scope="module")
-def reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
-    yield
-    restore_serialized_rows(django_db_blocker)
 
 
 @pytest.fixture(scope="module")
