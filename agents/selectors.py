@@ -39,6 +39,11 @@ ALIAS_RULE = "1 to 50 characters: letters, digits, '-' and '_', starting with a 
 def environment_resolve(*, user: Any, claim: str | None, header: str | None) -> Environment:
     """The request's environment: the token's claim, else the header (name or id), else
     `default`. Raises NotFound for an environment the caller cannot see."""
+    if not header or claim:
+        # Read with the token's holder (agents.tokens.token_holder): no query of its own.
+        known = getattr(user, "token_environment", None)
+        if known is not None:
+            return known
     if claim:
         env = Environment.objects.filter(pk=claim).first()
         if env is None:

@@ -15,7 +15,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils.crypto import salted_hmac
 
-from agents.models import APIClient
+from agents.models import APIClient, Environment
+from agents.selectors import DEFAULT_ENVIRONMENT
 
 
 @dataclass(frozen=True)
@@ -79,37 +80,70 @@ def token_holder(claims: Claims) -> Any | None:
     """The active user a token was issued to, with its API client if it has one, or None
     (gone, disabled, or a disabled client: it loses its tokens at once, not when they
     expire). Read on every request, from one statement written once: the ORM's form of it
-    cost a millisecond of Python a request to build."""
+    cost a millisecond of Python a request to build.
+
+    The same statement reads the token's environment (its claim, else `default`), which
+    nearly every request resolves next: `user.token_environment`, None when it is gone
+    (agents.selectors.environment_resolve then says so)."""
     users = get_user_model()
-    row = next(iter(users.objects.raw(_holder_sql(), [claims.user_id])), None)
+    params = [_claimed_environment(claims), DEFAULT_ENVIRONMENT, claims.user_id]
+    row = next(iter(users.objects.raw(_holder_sql(), params)), None)
     if row is None:
         return None
-    client_values = [getattr(row, f"client__{name}") for name in _client_columns()]
-    client = None
-    if client_values[0] is not None:
-        client = APIClient.from_db(connection.alias, _client_columns(), client_values)
+    client = _related(row, "client__", APIClient)
     users.api_client.related.set_cached_value(row, client)
+    row.token_environment = _related(row, "env__", Environment)  # type: ignore[attr-defined]
     return row
 
 
+def _claimed_environment(claims: Claims) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(claims.environment_id) if claims.environment_id else None
+    except ValueError:  # signed by us, so never; environment_resolve reports it
+        return None
+
+
+def _related(row: Any, prefix: str, model: Any) -> Any | None:
+    """The `model` row a raw statement put beside the user in `prefix`ed columns."""
+    columns = _columns(model)
+    values = [getattr(row, f"{prefix}{name}") for name in columns]
+    if values[0] is None:  # the primary key: no row joined
+        return None
+    return model.from_db(connection.alias, columns, values)
+
+
 @functools.cache
-def _client_columns() -> list[str]:
-    return [field.attname for field in APIClient._meta.concrete_fields]
+def _columns(model: Any) -> list[str]:
+    """The model's concrete columns, its primary key first."""
+    return [field.attname for field in model._meta.concrete_fields]
 
 
 @functools.cache
 def _holder_sql() -> str:
     quote = connection.ops.quote_name
+
+    def column(model: Any, attname: str) -> str:
+        return quote(
+            next(str(f.column) for f in model._meta.concrete_fields if f.attname == attname)
+        )
+
+    def selected(alias: str, model: Any, prefix: str) -> str:
+        return ", ".join(
+            f"{alias}.{column(model, name)} AS {quote(prefix + name)}" for name in _columns(model)
+        )
+
     user_table = quote(get_user_model()._meta.db_table)
     client_table = quote(APIClient._meta.db_table)
-    columns = {f.attname: str(f.column) for f in APIClient._meta.concrete_fields}
-    service_user = quote(columns["service_user_id"])
-    client = ", ".join(
-        f"c.{quote(columns[name])} AS {quote('client__' + name)}" for name in _client_columns()
-    )
-    # Table and column names from the models' metadata; the user id is a parameter.
+    env_table = quote(Environment._meta.db_table)
+    service_user = column(APIClient, "service_user_id")
+    env_id, env_name = column(Environment, "id"), column(Environment, "name")
+    # Table and column names from the models' metadata; the values are parameters.
     return f"""
-        SELECT u.*, {client}
-        FROM {user_table} u LEFT JOIN {client_table} c ON c.{service_user} = u.id
+        SELECT u.*, {selected("c", APIClient, "client__")}, {selected("e", Environment, "env__")}
+        FROM {user_table} u
+        LEFT JOIN {client_table} c ON c.{service_user} = u.id
+        LEFT JOIN {env_table} e ON e.{env_id} = COALESCE(
+            %s::uuid, (SELECT d.{env_id} FROM {env_table} d WHERE d.{env_name} = %s)
+        )
         WHERE u.id = %s AND u.is_active AND (c.id IS NULL OR c.enabled)
     """  # noqa: S608

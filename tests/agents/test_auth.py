@@ -14,9 +14,11 @@ from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
 
+from agents.models import Agent, Environment
 from agents.models import APIClient as ApiClientRow
-from agents.permissions import Action
+from agents.permissions import Action, grant
 from agents.services import api_client_create
+from agents.tokens import token_decode, token_encode, token_holder
 
 
 def _token(body: dict[str, str], form: bool = False) -> tuple[int, dict]:
@@ -230,3 +232,42 @@ def test_forwarded_for_is_believed_from_a_trusted_proxy_only(owner, rates, setti
     assert _guess("x", HTTP_X_FORWARDED_FOR="198.51.100.3", **direct).status_code == 401
     assert _guess("x", HTTP_X_FORWARDED_FOR="198.51.100.4", **direct).status_code == 401
     _assert_throttled(_guess("x", HTTP_X_FORWARDED_FOR="198.51.100.5", **direct), 60)
+
+
+# The token's environment, read with its holder (agents.tokens.token_holder)
+
+
+def test_the_tokens_holder_carries_its_environment_default_or_claimed(owner, other_env):
+    default_token, _ = token_encode(user_id=owner.pk, environment_id=None)
+    claimed_token, _ = token_encode(user_id=owner.pk, environment_id=str(other_env.pk))
+
+    assert token_holder(token_decode(default_token)).token_environment == Environment.objects.get(
+        name="default"
+    )
+    assert token_holder(token_decode(claimed_token)).token_environment == other_env
+
+    other_env.delete()
+    assert token_holder(token_decode(claimed_token)).token_environment is None
+
+
+def test_a_token_whose_environment_is_gone_is_404_and_the_header_picks_without_a_claim(
+    owner, other_env, make_agent
+):
+    for action in Action:
+        grant(owner, action, other_env)
+    token, _ = token_encode(user_id=owner.pk, environment_id=None)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_X_ENVIRONMENT="other")
+    make_agent("InOther", "tool", environment=other_env)
+    # No claim: the header, not the default read with the token, chooses.
+    names = [a["name"] for a in client.get("/v1/agents").json()["agents"]]
+    assert names == ["InOther"]
+
+    claimed, _ = token_encode(user_id=owner.pk, environment_id=str(other_env.pk))
+    gone = APIClient()
+    gone.credentials(HTTP_AUTHORIZATION=f"Bearer {claimed}")
+    Agent.objects.filter(environment=other_env).delete()
+    other_env.delete()
+    response = gone.get("/v1/agents")
+    assert response.status_code == 404
+    assert "no longer exists" in response.json()["detail"]
