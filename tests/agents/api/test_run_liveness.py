@@ -131,6 +131,9 @@ def in_progress(agent: Agent) -> int:
     return Run.objects.filter(agent=agent, status="in_progress").count()
 
 
+STOPPED = r"(\d+) run\(s\) whose process stopped"  # agents.runs.leases' sweep, logged
+
+
 def logged(pattern: str, log: str) -> int:
     """The sum of the counts a server logged in lines matching `pattern`."""
     return sum(int(n) for n in re.findall(pattern, log))
@@ -230,6 +233,8 @@ def test_runs_of_a_killed_server_are_failed_interrupted_by_a_live_server_and_by_
         assert in_progress(counter) == 20
         victim.kill()
         found = wait_for(lambda: in_progress(counter) == 0, 4 * LIVENESS)
+        # The sweep commits, then logs: the last line may follow the rows by a moment.
+        wait_for(lambda: logged(STOPPED, survivor.output()) >= 20, LIVENESS)
         survivor_log = survivor.output()
     for sock in socks:
         sock.close()
@@ -238,7 +243,7 @@ def test_runs_of_a_killed_server_are_failed_interrupted_by_a_live_server_and_by_
         r.error["code"] == "interrupted" and r.completed_at and r.latency_ms is not None
         for r in Run.objects.filter(agent=counter)
     )
-    assert logged(r"(\d+) run\(s\) whose process stopped", survivor_log) == 20
+    assert logged(STOPPED, survivor_log) == 20
     assert found < 2 * LIVENESS
 
     # A server killed alone: its restart finds its runs.
@@ -251,8 +256,9 @@ def test_runs_of_a_killed_server_are_failed_interrupted_by_a_live_server_and_by_
     with serve(tmp_path / "restart.log") as restart:
         assert get(restart.port, "/v1/runs?limit=1", token) == 200
         recovered = wait_for(lambda: in_progress(counter) == 0, 4 * LIVENESS)
+        wait_for(lambda: logged(STOPPED, restart.output()) >= 10, LIVENESS)
         restart_log = restart.output()
-    assert logged(r"(\d+) run\(s\) whose process stopped", restart_log) == 10
+    assert logged(STOPPED, restart_log) == 10
     print(
         f"\nkill -9 during 20 streams: 0 in progress {found:.2f}s later (a live server); "
         f"during 10 more: 0 in progress {recovered:.2f}s after the restart's first request"
