@@ -260,7 +260,14 @@ def _version_sql(kind: str) -> str:
         "str": f"v.id = (SELECT a.version_id FROM {aliases} a"  # noqa: S608
         " WHERE a.agent_id = %s AND lower(a.name) = lower(%s))",
     }[kind]
-    return f"SELECT v.* FROM {versions} v WHERE {where} LIMIT 1"  # noqa: S608
+    # The catalog's provider of the config's model comes along (`model_provider`, None
+    # when the catalog has no such model): agents.runs.spec needs it next, every call.
+    models = quote(LLMModel._meta.db_table)
+    provider = f"SELECT m.provider FROM {models} m WHERE m.id = v.config->>'llmModelId'"  # noqa: S608
+    return (
+        f"SELECT v.*, ({provider}) AS model_provider"  # noqa: S608
+        f" FROM {versions} v WHERE {where} LIMIT 1"
+    )
 
 
 def alias_list(*, agent: Agent) -> QuerySet[VersionAlias]:

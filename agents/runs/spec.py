@@ -30,7 +30,10 @@ from agents.runtime.spec import AgentSpec, McpServerSpec, Retriever
 def agent_spec(*, agent: Agent, version: AgentVersion) -> AgentSpec:
     """Everything the runtime needs about a version, task agents behind its tools included."""
     config = config_parse(agent.agent_type, version.config)
-    provider_name, model = _model_route(config.llm_model_id)
+    # Read with the version on the invoke path (agents.selectors.version_to_run).
+    provider_name, model = _model_route(
+        config.llm_model_id, getattr(version, "model_provider", UNREAD)
+    )
     task_agents: dict[str, AgentSpec] = {}
     mcp_servers: tuple[McpServerSpec, ...] = ()
     if isinstance(config, ToolAgentConfig):
@@ -54,11 +57,15 @@ def agent_spec(*, agent: Agent, version: AgentVersion) -> AgentSpec:
     )
 
 
-def _model_route(model_id: str) -> tuple[str, str]:
+UNREAD = object()  # the catalog's provider was not read with the version
+
+
+def _model_route(model_id: str, provider: Any = UNREAD) -> tuple[str, str]:
     """(provider, reported model) for a model id; LLM_OFFLINE sends all to the local model."""
     if settings.LLM_OFFLINE:
         return "local", LOCAL_MODEL
-    provider = LLMModel.objects.filter(pk=model_id).values_list("provider", flat=True).first()
+    if provider is UNREAD:
+        provider = LLMModel.objects.filter(pk=model_id).values_list("provider", flat=True).first()
     return provider or "local", model_id
 
 
