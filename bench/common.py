@@ -78,6 +78,11 @@ BENCH_DB = "bench_agentbuilder"
 SHARED_PGDATA = ROOT / "var" / "pgdata"
 CALLER_PREFIX = "bench-caller-"
 
+# The invoke body of invoke_overhead.py and workers.py: the offline model echoes it.
+INVOKE_REQUEST: dict[str, Any] = {
+    "messages": [{"role": "user", "content": "Say hello to the benchmark."}]
+}
+
 # One function tool: every model request carries its schema, the model answers with text.
 ONE_TOOL_CONFIG: dict[str, Any] = {
     "tools": [

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common import (
+    INVOKE_REQUEST,
     BenchData,
     Database,
     Server,
@@ -36,7 +37,7 @@ from common import (
 # isort: split
 import httpx2 as httpx
 
-REQUEST = {"messages": [{"role": "user", "content": "Say hello to the benchmark."}]}
+REQUEST = INVOKE_REQUEST
 ANSWER = ("Hello ", "from the ", "benchmark's ", "fake model.")
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from common import (
+    INVOKE_REQUEST,
     ROOT,
     BenchData,
     Database,
@@ -49,7 +50,7 @@ from common import (
 import httpx2 as httpx
 import psutil
 
-REQUEST = {"messages": [{"role": "user", "content": "Say hello to the benchmark."}]}
+REQUEST = INVOKE_REQUEST
 REQUEST_BODY = json.dumps(REQUEST).encode()
 DEPLOY_PACKAGES = ("gunicorn", "uvicorn-worker")
 

@@ -16,6 +16,7 @@ from agents.services import agent_create
 from agents.tokens import token_encode
 from tests.factories import CONFIGS, EnvironmentFactory, UserFactory
 from tests.live import restore_serialized_rows
+from tests.loopback import loopback_only
 
 
 @pytest.fixture
@@ -153,3 +154,10 @@ def reseed_after_module(django_db_setup: Any, django_db_blocker: Any) -> Iterato
     """
     yield
     restore_serialized_rows(django_db_blocker)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _loopback_only() -> Iterator[None]:
+    """No test resolves a public name or connects to a public address (tests/loopback.py)."""
+    with loopback_only():
+        yield

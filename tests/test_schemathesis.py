@@ -12,8 +12,6 @@ deterministic: a few examples per operation, with the offline model.
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -102,34 +100,6 @@ class World:
         return self.rag if len(repr(case.body)) % 2 else self.tool
 
 
-def _is_loopback(host: Any) -> bool:
-    if host in (None, "localhost", "testserver"):
-        return True
-    try:
-        return ipaddress.ip_address(str(host).split("%", 1)[0]).is_loopback
-    except ValueError:
-        return False
-
-
-@pytest.fixture
-def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Generated URLs (an MCP server's) must reach neither DNS nor the network."""
-    resolve, connect = socket.getaddrinfo, socket.socket.connect
-
-    def guarded_resolve(host: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _is_loopback(host):
-            raise socket.gaierror(socket.EAI_NONAME, "tests resolve loopback names only")
-        return resolve(host, *args, **kwargs)
-
-    def guarded_connect(sock: socket.socket, address: Any) -> None:
-        if sock.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(address[0]):
-            raise ConnectionRefusedError(f"tests connect to loopback only, not {address[0]}")
-        connect(sock, address)
-
-    monkeypatch.setattr(socket, "getaddrinfo", guarded_resolve)
-    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
-
-
 @contextmanager
 def kept_connection() -> Iterator[None]:
     """Requests go straight to the WSGI app, not through Django's test client: keep Django
@@ -160,9 +130,7 @@ def _report() -> Iterator[None]:
 
 
 @pytest.fixture
-def world(
-    owner: Any, make_agent: Any, settings: Any, loopback_only: None, mcp_server: Any
-) -> Iterator[World]:
+def world(owner: Any, make_agent: Any, settings: Any, mcp_server: Any) -> Iterator[World]:
     settings.MCP_ALLOWED_HOSTS = ["127.0.0.1"]
     env = make_agent().environment
     tool = Agent.objects.get(name="calc")
