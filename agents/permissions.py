@@ -22,6 +22,7 @@ from django.db import connection
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 from guardian.shortcuts import assign_perm
 
+from agentbuilder.db import one_model
 from agentbuilder.errors import PermissionDenied
 from agents.models import (
     Agent,
@@ -152,7 +153,7 @@ def agent_with_held(user: Any, agent_id: Any) -> Agent | None:
     costs ~10 ms of Python to build and compile on every call, most of an invocation's
     CPU; this is the same read of the same grant tables, every call, without that."""
     params = {"agent": agent_id, "user": user.pk}
-    agent = next(iter(Agent.objects.raw(_held_sql(), params)), None)
+    agent = one_model(Agent, _held_sql(), params)
     if agent is None:
         return None
     agent.held = set(Action) if user.is_superuser else set(agent.held)  # type: ignore[attr-defined]

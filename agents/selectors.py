@@ -11,6 +11,7 @@ from django.db import connection
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Lower
 
+from agentbuilder.db import one_model
 from agentbuilder.errors import Invalid, NotFound, PermissionDenied
 from agents.models import (
     ALIAS_PATTERN,
@@ -240,7 +241,7 @@ def version_to_run(*, agent: Agent, ref: str) -> AgentVersion:
     parsed = version_ref_parse(ref)
     kind = "latest" if parsed is None else type(parsed).__name__
     params: list[Any] = [agent.pk] if parsed is None else [agent.pk, parsed]
-    version = next(iter(AgentVersion.objects.raw(_version_sql(kind), params)), None)
+    version = one_model(AgentVersion, _version_sql(kind), params)
     if version is None:
         what = "Alias" if isinstance(parsed, str) else "Version"
         raise NotFound(f"{what} '{ref}' of agent '{agent.name}' not found.")

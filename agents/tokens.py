@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils.crypto import salted_hmac
 
+from agentbuilder.db import one_model
 from agents.models import APIClient, Environment
 from agents.selectors import DEFAULT_ENVIRONMENT
 
@@ -87,7 +88,7 @@ def token_holder(claims: Claims) -> Any | None:
     (agents.selectors.environment_resolve then says so)."""
     users = get_user_model()
     params = [_claimed_environment(claims), DEFAULT_ENVIRONMENT, claims.user_id]
-    row = next(iter(users.objects.raw(_holder_sql(), params)), None)
+    row = one_model(users, _holder_sql(), params)
     if row is None:
         return None
     client = _related(row, "client__", APIClient)

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from agentbuilder import liveness
+from agentbuilder.db import insert_new
 from agentbuilder.errors import DomainError, ErrorItem, Invalid
 from agents import selectors
 from agents.configs import TaskAgentConfig
@@ -70,7 +71,7 @@ def invocation_start(request: RunRequest) -> Invocation:
     version = selectors.version_to_run(agent=agent, ref=request.version_ref)
     history = thread_history(agent=agent, caller=request.user, thread_id=request.thread_id)
     response_id = new_response_id()
-    run = Run.objects.create(
+    run = Run(
         agent=agent,
         version=version,
         caller=request.user,
@@ -80,6 +81,7 @@ def invocation_start(request: RunRequest) -> Invocation:
         messages=[message_json(m) for m in request.messages],
         lease_until=liveness.lease_expiry(),
     )
+    insert_new(run)
     try:
         spec, run_input = _prepare(request, agent, version, run, history)
     except TemplateOverLimit as exc:

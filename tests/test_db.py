@@ -1,0 +1,86 @@
+"""agentbuilder.db's statements written once: `one_model` reads a fixed statement's row
+as the ORM would (the mapping of its columns kept after the first execution),
+`insert_new` stores a new row as `save()` would."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from agentbuilder.db import insert_new, one_model
+from agentbuilder.liveness import lease_expiry, lease_seconds
+from agents.examples import CALCULATOR
+from agents.models import AgentVersion, Run
+
+pytestmark = pytest.mark.django_db
+
+VERSIONS = AgentVersion._meta.db_table  # a name from the model; values are parameters
+# Columns in an order unlike the model's, a JSON column, and one that is not a field.
+SQL = (
+    "SELECT v.config, 41 + 1 AS answer, v.number, v.id, v.agent_id, v.created_at"  # noqa: S608
+    f" FROM {VERSIONS} v WHERE v.agent_id = %s ORDER BY v.number DESC"
+)
+
+
+def test_a_row_reads_as_the_orm_reads_it(make_agent: Any) -> None:
+    agent = make_agent("Calculator", "tool", config=CALCULATOR["config"])
+    orm = agent.versions.get()
+
+    for _ in range(2):  # the first execution learns the columns, the second reuses them
+        version = one_model(AgentVersion, SQL, [agent.pk])
+        assert version is not None
+        assert (version.pk, version.number, version.agent_id) == (orm.pk, 1, agent.pk)
+        assert version.config == orm.config  # converted from JSON, not left a string
+        assert list(version.config) == list(orm.config)  # in its stored order
+        assert version.created_at == orm.created_at
+        assert version.answer == 42  # type: ignore[attr-defined]
+        assert version.get_deferred_fields() == {"notes", "version_label", "created_by_id"}
+        assert not version._state.adding
+
+
+def test_no_row_is_none(make_agent: Any) -> None:
+    agent = make_agent("Calculator", "tool", config=CALCULATOR["config"])
+    assert one_model(AgentVersion, SQL, [agent.pk]) is not None
+    agent.versions.all().delete()
+    assert one_model(AgentVersion, SQL, [agent.pk]) is None
+
+
+def test_a_statement_without_the_primary_key_is_refused(make_agent: Any) -> None:
+    agent = make_agent("Calculator", "tool", config=CALCULATOR["config"])
+    sql = f"SELECT v.number FROM {VERSIONS} v WHERE v.agent_id = %s"  # noqa: S608
+    with pytest.raises(ValueError, match="primary key"):
+        one_model(AgentVersion, sql, [agent.pk])
+
+
+def test_insert_new_stores_what_save_stores(make_agent: Any, admin_user: Any) -> None:
+    agent = make_agent("Calculator", "tool", config=CALCULATOR["config"])
+    fields = {
+        "agent": agent,
+        "version": agent.versions.get(),
+        "caller": admin_user,
+        "protocol": "invoke",
+        "thread_id": "t-1",
+        "messages": [{"role": "user", "content": 'ünïcode and a "quote"'}],
+    }
+    # The lease's end is an expression (the database's clock), compiled into the statement.
+    saved = Run.objects.create(**fields, lease_until=lease_expiry())
+    inserted = Run(**fields, lease_until=lease_expiry())
+    insert_new(inserted)
+
+    assert not inserted._state.adding
+    assert inserted.started_at is not None  # auto_now_add, filled as save() fills it
+    skip = {"id", "started_at", "lease_until"}
+    columns = [f.attname for f in Run._meta.concrete_fields if f.attname not in skip]
+    rows = Run.objects.filter(pk__in=[saved.pk, inserted.pk]).values("id", *columns)
+    stored = {row["id"]: row for row in rows}
+    assert {k: v for k, v in stored[inserted.pk].items() if k != "id"} == {
+        k: v for k, v in stored[saved.pk].items() if k != "id"
+    }
+    assert stored[inserted.pk]["messages"] == fields["messages"]  # JSON, not a string
+    # Each statement's own clock (Now() is the statement's timestamp), a lease apart.
+    leases = [Run.objects.get(pk=pk).lease_until for pk in (saved.pk, inserted.pk)]
+    assert abs(leases[1] - leases[0]) < timedelta(seconds=1)
+    assert leases[1] - inserted.started_at > timedelta(seconds=lease_seconds() - 1)
+    assert Run.objects.get(pk=inserted.pk).started_at == inserted.started_at
