@@ -262,13 +262,14 @@ def bench_data(*, callers: int, config: dict[str, Any] = ONE_TOOL_CONFIG) -> Ben
 
 
 def run_counts(agent_id: str) -> dict[str, int]:
-    """The agent's run rows by status."""
+    """The agent's run rows by status (not the rows bench/urls.py's floor writes)."""
     from django.db import connection
     from django.db.models import Count
 
     from agents.models import Run
 
-    rows = Run.objects.filter(agent_id=agent_id).values_list("status").annotate(n=Count("id"))
+    runs = Run.objects.filter(agent_id=agent_id).exclude(protocol="bench-floor")
+    rows = runs.values_list("status").annotate(n=Count("id"))
     counts = {status: n for status, n in rows}
     connection.close()
     return counts

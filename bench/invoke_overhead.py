@@ -117,13 +117,25 @@ class Row:
     bare: Load
     runs: dict[str, int]
     sessions: int
+    floors: dict[str, Load] = field(default_factory=dict)
+
+
+# bench/urls.py's floor: the bare view plus the platform's statements, plus the model call.
+FLOORS = {"db": "db", "db+model": "db&model"}
 
 
 async def measure(
-    server: Server, data: BenchData, *, total: int, warmup: int, concurrency: int
-) -> tuple[Load, Load, dict[str, Any]]:
+    server: Server, data: BenchData, *, total: int, warmup: int, concurrency: int, model: bool
+) -> tuple[Load, Load, dict[str, Load], dict[str, Any]]:
+    from agents.tokens import token_decode
+
     invoke = f"{server.url}/v1/agents/{data.agent_id}/versions/latest/invoke"
     bare = f"{server.url}/bench/bare"
+    floors = {
+        name: f"{server.url}/bench/floor?{query}"
+        for name, query in FLOORS.items()
+        if model or "model" not in name
+    }
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(limits=limits, timeout=60) as client:
         sample = await client.post(
@@ -131,14 +143,22 @@ async def measure(
         )
         sample.raise_for_status()
         (await client.put(bare, json=sample.json())).raise_for_status()
-        await load(client, server, invoke, data.tokens, warmup, concurrency)
-        await load(client, server, bare, data.tokens, warmup, concurrency)
-        # Alternate halves so drift on a shared machine falls on both sides alike.
+        caller = token_decode(data.tokens[0]).user_id
+        floor = {"agent": data.agent_id, "user": caller}
+        (await client.put(f"{server.url}/bench/floor", json=floor)).raise_for_status()
+        for url in (invoke, bare, *floors.values()):
+            await load(client, server, url, data.tokens, warmup, concurrency)
+        # Alternate halves so drift on a shared machine falls on every side alike.
         platform, baseline = Load(), Load()
+        floor_loads = {name: Load() for name in floors}
         for _ in range(2):
             baseline.add(await load(client, server, bare, data.tokens, total // 2, concurrency))
             platform.add(await load(client, server, invoke, data.tokens, total // 2, concurrency))
-    return platform, baseline, sample.json()
+            for name, url in floors.items():
+                floor_loads[name].add(
+                    await load(client, server, url, data.tokens, total // 2, concurrency)
+                )
+    return platform, baseline, floor_loads, sample.json()
 
 
 def sessions_opened(db: Database) -> int:
@@ -152,13 +172,20 @@ def sessions_opened(db: Database) -> int:
 
 
 def bench_row(
-    name: str, db: Database, env: dict[str, str], *, total: int, warmup: int, concurrency: int
+    name: str,
+    db: Database,
+    env: dict[str, str],
+    *,
+    total: int,
+    warmup: int,
+    concurrency: int,
+    model: bool,
 ) -> Row:
     data = bench_data(callers=concurrency)
     with running(Server({"DJANGO_SETTINGS_MODULE": "bench.settings", **env})) as server:
         before = sessions_opened(db)
-        platform, baseline, sample = asyncio.run(
-            measure(server, data, total=total, warmup=warmup, concurrency=concurrency)
+        platform, baseline, floors, sample = asyncio.run(
+            measure(server, data, total=total, warmup=warmup, concurrency=concurrency, model=model)
         )
         time.sleep(0.5)  # a closed session reaches the statistics when its backend exits
         sessions = sessions_opened(db) - before
@@ -169,10 +196,10 @@ def bench_row(
         print("  server log (each line counted, tracebacks' frames left out):")
         for line in problems[:10]:
             print(f"    {line}")
-    for load_ in (platform, baseline):
+    for load_ in (platform, baseline, *floors.values()):
         for failure in load_.failures[:5]:
             print(f"  failed: {failure}")
-    return Row(name, platform, baseline, runs, sessions)
+    return Row(name, platform, baseline, runs, sessions, floors)
 
 
 def connect_cost(db: Database, times: int = 30) -> float:
@@ -218,6 +245,7 @@ def report(rows: list[Row], *, total: int, warmup: int, concurrency: int) -> boo
         )
     )
     print("(CPU ms: the server process's CPU time per request; PostgreSQL's is not in it)")
+    print(floors_table(rows))
     ok = True
     print()
     for row in rows:
@@ -232,9 +260,47 @@ def report(rows: list[Row], *, total: int, warmup: int, concurrency: int) -> boo
             f"non-200 responses {not_ok}; "
             f"PostgreSQL connections opened {row.sessions} ({per_call:.2f} per invoke)"
         )
+        not_ok += sum(floor.not_ok for floor in row.floors.values())
         ok = ok and not_ok == 0 and written == invoked == completed
     print(f"every response 200 and one completed run per call: {'yes' if ok else 'NO'}")
     return ok
+
+
+def floors_table(rows: list[Row]) -> str:
+    """The invoke against the floors: what any design that keeps the invoke's guarantees
+    pays on this stack (the bare view, the same statements, the same model call)."""
+    lines = []
+    for row in rows:
+        floor = row.floors.get("db+model") or row.floors["db"]
+        lines.append(
+            [
+                row.name,
+                f"{row.bare.cpu_ms:.1f}",
+                f"{row.floors['db'].cpu_ms:.1f}",
+                f"{row.floors['db+model'].cpu_ms:.1f}" if "db+model" in row.floors else "-",
+                f"{row.platform.cpu_ms:.1f}",
+                f"{floor.cpu_ms / row.bare.cpu_ms:.2f}x",
+                f"{row.platform.cpu_ms / floor.cpu_ms:.2f}x",
+                f"{floor.rate / row.bare.rate:.3f}",
+                f"{row.platform.rate / floor.rate:.3f}",
+            ]
+        )
+    headers = [
+        "model",
+        "bare CPU ms",
+        "floor db",
+        "floor db+model",
+        "invoke CPU ms",
+        "floor/bare CPU",
+        "invoke/floor CPU",
+        "floor/bare req/s",
+        "invoke/floor req/s",
+    ]
+    return (
+        "\nFloors (bench/urls.py's /bench/floor): the bare view plus the invoke's own database"
+        " statements (db),\nplus the model call read to its end (db+model); the floor is the"
+        " last of them a row has\n" + table(headers, lines)
+    )
 
 
 def main() -> int:
@@ -255,8 +321,10 @@ def main() -> int:
             }
             sizes = {"total": total, "warmup": warmup, "concurrency": concurrency}
             rows = [
-                bench_row("openai/gpt-4o-mini (FakeOpenAI)", db, openai_env, **sizes),
-                bench_row("local.demo-v1 (LLM_OFFLINE)", db, {"LLM_OFFLINE": "true"}, **sizes),
+                bench_row("openai/gpt-4o-mini (FakeOpenAI)", db, openai_env, **sizes, model=True),
+                bench_row(
+                    "local.demo-v1 (LLM_OFFLINE)", db, {"LLM_OFFLINE": "true"}, **sizes, model=False
+                ),
             ]
             model_calls = len(fake.requests)
         ok = report(rows, **sizes)

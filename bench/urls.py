@@ -5,7 +5,13 @@ with no authentication and no database:
 - `/bench/relay`, which stream_concurrency compares invoke-stream with: it opens the same
   upstream stream as the platform's OpenAI-compatible provider (`POST
   {OPENAI_BASE_URL}/chat/completions`, `stream: true`) with one shared `httpx.AsyncClient`
-  and writes each text delta as an NDJSON line, as the platform's native stream does.
+  and writes each text delta as an NDJSON line, as the platform's native stream does;
+- `/bench/floor`, the bare view plus the least an invoke must do besides: with `?db` the
+  platform's own database statements of a call (the token's holder, the agent with the
+  caller's grants, the version, the run row's INSERT in one hop to a request thread, the
+  run's end in a second), with `?model` the model call the relay makes, read to its end.
+  What invoke_overhead compares the invoke with, to tell the platform's own Python from
+  what any design that keeps its guarantees pays on this stack.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import time
 import uuid
 import weakref
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 # The httpx that openai installs (imported under that name by the SDK, too).
@@ -25,6 +32,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
 
+from agentbuilder.db import in_db
 from agentbuilder.urls import handler404, handler500, urlpatterns
 
 __all__ = ["handler404", "handler500", "urlpatterns"]
@@ -132,4 +140,86 @@ async def relay(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     return response
 
 
-urlpatterns = [path("bench/bare", bare), path("bench/relay", relay), *urlpatterns]
+# The ids the floor's statements use: a caller and an agent of the benchmark's data (PUT).
+_floor: dict[str, Any] = {}
+
+
+def _floor_start() -> str:
+    """The statements of an invoke's start, with plain cursors; the run row's id."""
+    from django.db import connection
+
+    from agents.models import Run
+    from agents.permissions import _held_sql
+    from agents.selectors import DEFAULT_ENVIRONMENT, _version_sql
+    from agents.tokens import _holder_sql
+
+    run_id = uuid.uuid4()
+    with connection.cursor() as cursor:
+        cursor.execute(_holder_sql(), [None, DEFAULT_ENVIRONMENT, _floor["user"]])
+        cursor.fetchone()
+        cursor.execute(_held_sql(), {"agent": _floor["agent"], "user": _floor["user"]})
+        cursor.fetchone()
+        cursor.execute(_version_sql("latest"), [_floor["agent"]])
+        version_id = cursor.fetchone()[0]
+        # The platform's INSERT writes every column of the row; so does this one.
+        cursor.execute(
+            f"INSERT INTO {Run._meta.db_table} (id, agent_id, version_id, caller_id, protocol,"  # noqa: S608
+            " status, response_id, started_at, completed_at, latency_ms, tokens_usage,"
+            " thread_id, messages, output, error, steps, lease_until) VALUES (%s, %s, %s, %s,"
+            " 'bench-floor', 'in_progress', %s, %s, NULL, NULL, '{}', '', %s::jsonb, NULL,"
+            " NULL, '[]', now() + interval '60 seconds')",
+            [
+                run_id,
+                _floor["agent"],
+                version_id,
+                _floor["user"],
+                f"resp_{run_id.hex}",
+                datetime.now(UTC),
+                '[{"role":"user","content":"floor"}]',
+            ],
+        )
+    return str(run_id)
+
+
+def _floor_end(run_id: str) -> None:
+    from django.db import connection
+
+    from agents.runs.record import _end_sql
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _end_sql(),
+            {
+                "id": run_id,
+                "status": "completed",
+                "now": datetime.now(UTC),
+                "usage": '{"input_tokens":1,"output_tokens":1,"total_tokens":2}',
+                "messages": '[{"role":"assistant","content":"floor"}]',
+                "output": None,
+                "error": None,
+                "steps": "[]",
+            },
+        )
+
+
+@csrf_exempt
+async def floor(request: HttpRequest) -> HttpResponse:
+    if request.method == "PUT":
+        _floor.update(json.loads(request.body))
+        return HttpResponse(status=204)
+    run_id = await in_db(_floor_start)() if "db" in request.GET else None
+    if "model" in request.GET:
+        async for _ in _relayed([{"role": "user", "content": "floor"}]):
+            pass
+    if run_id is not None:
+        await in_db(_floor_end)(run_id)
+    body = {**_answer, "id": f"resp_{uuid.uuid4().hex}", "createdAt": int(time.time())}
+    return JsonResponse(body)
+
+
+urlpatterns = [
+    path("bench/bare", bare),
+    path("bench/relay", relay),
+    path("bench/floor", floor),
+    *urlpatterns,
+]
