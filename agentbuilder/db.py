@@ -32,31 +32,41 @@ def in_db(fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     return sync_to_async(call, thread_sensitive=True)
 
 
-def one_model(model: type[M], sql: str, params: Sequence[Any] | Mapping[str, Any]) -> M | None:
+def one_model(model: type[M], sql: str, params: Params) -> M | None:
     """The first row of `sql` as a `model` instance, or None; columns that are not the
-    model's become attributes of that name.
+    model's become attributes of that name."""
+    found = one_row(sql, params, model)
+    return None if found is None else found[0]
 
-    `Model.objects.raw(sql)` for the statements the invoke path runs on every call:
-    RawQuerySet reads the cursor's description and maps its columns to fields on every
-    execution (a millisecond of Python a request over the path's three statements); here
-    that mapping is worked out at a statement's first execution and kept, which is sound
-    because `sql` is a fixed statement whose columns do not change."""
+
+def one_row(sql: str, params: Params, *shapes: type[Model] | tuple[str, type[Model]]) -> Any:
+    """The first row of `sql` as one instance per shape (a tuple), or None for no row.
+
+    The first shape is a model whose fields are the columns of their own names; each
+    other is `(prefix, model)`, its fields the columns named with that prefix
+    (`("v__", AgentVersion)` reads `v__id`, `v__config`, …), None when its primary key
+    is NULL (an outer join that found nothing). A column that is no field becomes an
+    attribute of the instance whose prefix it carries, the prefix taken off.
+
+    `Model.objects.raw(sql)` for the statements the invoke path runs on every call, a row
+    of several models at once: RawQuerySet reads the cursor's description and maps its
+    columns to fields on every execution (a millisecond of Python a request over the
+    path's statements); here that mapping is worked out at a statement's first execution
+    and kept, which is sound because `sql` is a fixed statement whose columns do not
+    change."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
         if row is None:
             return None
-        layout = _layouts.get((model, sql))
-        if layout is None:
+        layouts = _layouts.get((sql, shapes))
+        if layouts is None:
             names = [column.name for column in cursor.description]
-            layout = _layouts.setdefault((model, sql), _Layout.of(model, names))
-    values = [_converted(row[i], converters) for i, converters in layout.fields]
-    instance = model.from_db(connection.alias, layout.attnames, values)
-    for name, i in layout.extras:
-        setattr(instance, name, row[i])
-    return instance
+            layouts = _layouts.setdefault((sql, shapes), _Layout.of_row(shapes, names))
+    return tuple(layout.instance(row) for layout in layouts)
 
 
+Params = Sequence[Any] | Mapping[str, Any]
 Converter = tuple[Callable[..., Any], Any]
 
 
@@ -68,19 +78,40 @@ def _converted(value: Any, converters: Sequence[Converter]) -> Any:
 
 @dataclass(frozen=True)
 class _Layout:
-    """Where a statement's columns go: the model's fields in the model's order (with the
-    converters Django applies to each, as RawQuerySet does), and the other columns."""
+    """Where a statement's columns go for one model: its fields in the model's order (with
+    the converters Django applies to each, as RawQuerySet does), and its other columns."""
 
+    model: type[Model]
     attnames: list[str]
     fields: list[tuple[int, list[Converter]]]
     extras: list[tuple[str, int]]
+    key: int  # where the primary key is in the row
+    optional: bool  # an outer join's: None when its primary key is NULL
 
     @classmethod
-    def of(cls, model: type[Model], columns: list[str]) -> _Layout:
-        position = {name: i for i, name in enumerate(columns)}
+    def of_row(
+        cls, shapes: tuple[type[Model] | tuple[str, type[Model]], ...], columns: list[str]
+    ) -> list[_Layout]:
+        prefixed = [shape if isinstance(shape, tuple) else ("", shape) for shape in shapes]
+        owner = {}  # column index -> (its shape's place, the column's name without prefix)
+        for i, name in enumerate(columns):
+            # The longest prefix a column carries names its shape; "" takes the rest.
+            place, prefix = max(
+                ((n, p) for n, (p, _) in enumerate(prefixed) if name.startswith(p)),
+                key=lambda found: len(found[1]),
+            )
+            owner[i] = (place, name[len(prefix) :])
+        layouts = []
+        for place, (_, model) in enumerate(prefixed):
+            own = {name: i for i, (p, name) in owner.items() if p == place}
+            layouts.append(cls.of(model, own, optional=place > 0))
+        return layouts
+
+    @classmethod
+    def of(cls, model: type[Model], columns: dict[str, int], *, optional: bool) -> _Layout:
         attnames, fields = [], []
         for field in model._meta.concrete_fields:
-            i = position.get(field.column or "")
+            i = columns.get(field.column or "")
             if i is None:
                 continue
             column = field.get_col(model._meta.db_table)
@@ -88,13 +119,23 @@ class _Layout:
             attnames.append(field.attname)
             fields.append((i, [(convert, column) for convert in found]))
         if model._meta.pk.attname not in attnames:
-            raise ValueError("the statement must select the model's primary key")
+            raise ValueError(f"the statement must select {model.__name__}'s primary key")
         taken = {i for i, _ in fields}
-        extras = [(name, i) for i, name in enumerate(columns) if i not in taken]
-        return cls(attnames, fields, extras)
+        extras = [(name, i) for name, i in columns.items() if i not in taken]
+        key = fields[attnames.index(model._meta.pk.attname)][0]
+        return cls(model, attnames, fields, extras, key, optional)
+
+    def instance(self, row: Sequence[Any]) -> Model | None:
+        if self.optional and row[self.key] is None:
+            return None
+        values = [_converted(row[i], converters) for i, converters in self.fields]
+        instance = self.model.from_db(connection.alias, self.attnames, values)
+        for name, i in self.extras:
+            setattr(instance, name, row[i])
+        return instance
 
 
-_layouts: dict[tuple[type[Model], str], _Layout] = {}
+_layouts: dict[tuple[str, tuple[Any, ...]], list[_Layout]] = {}
 
 
 def insert_new(instance: Model) -> None:
@@ -109,13 +150,12 @@ def insert_new(instance: Model) -> None:
     use it only for models without receivers or parents."""
     model = type(instance)
     into, fields = _insert_into(model)
-    placeholders, values = [], []
+    placeholders: list[str] = []
+    values: list[Any] = []
     for field in fields:
         value = field.pre_save(instance, True)
         if hasattr(value, "resolve_expression"):
-            compiler = InsertQuery(model).get_compiler(connection=connection)
-            expression = value.resolve_expression(compiler.query, allow_joins=False, for_save=True)
-            sql, params = compiler.compile(expression)
+            sql, params = _compiled(model, value)
             placeholders.append(sql)
             values.extend(params)
         else:
@@ -125,6 +165,16 @@ def insert_new(instance: Model) -> None:
         cursor.execute(f"{into} ({', '.join(placeholders)})", values)
     instance._state.adding = False
     instance._state.db = connection.alias
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(model: type[Model], expression: Any) -> tuple[str, tuple[Any, ...]]:
+    """An expression's SQL in an INSERT into `model`, compiled once: expressions hash by
+    what they say (their class and arguments), so an equal one compiles the same."""
+    compiler = InsertQuery(model).get_compiler(connection=connection)
+    resolved = expression.resolve_expression(compiler.query, allow_joins=False, for_save=True)
+    sql, params = compiler.compile(resolved)
+    return sql, tuple(params)
 
 
 @functools.cache

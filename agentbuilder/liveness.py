@@ -21,6 +21,7 @@ management command, the test runner) leases are taken but nobody renews or sweep
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import queue
@@ -86,8 +87,14 @@ def interval_seconds() -> float:
 
 def lease_expiry() -> ExpressionWrapper:
     """The end of a lease taken now, in the database's clock (hosts' clocks may differ)."""
+    return _lease_expiry(lease_seconds())
+
+
+@functools.lru_cache(maxsize=8)
+def _lease_expiry(seconds: float) -> ExpressionWrapper:
+    # Built once per lease length: expressions are copied, never changed, when compiled.
     return ExpressionWrapper(
-        Now() + Value(timedelta(seconds=lease_seconds())), output_field=DateTimeField()
+        Now() + Value(timedelta(seconds=seconds)), output_field=DateTimeField()
     )
 
 

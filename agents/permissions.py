@@ -154,17 +154,33 @@ def agent_with_held(user: Any, agent_id: Any) -> Agent | None:
     CPU; this is the same read of the same grant tables, every call, without that."""
     params = {"agent": agent_id, "user": user.pk}
     agent = one_model(Agent, _held_sql(), params)
-    if agent is None:
-        return None
+    return None if agent is None else held_read(agent, user)
+
+
+def held_read(agent: Agent, user: Any) -> Agent:
+    """`agent` with `held` a set: every Action for a superuser, else the codenames a
+    statement with `held_array` read into the column `held`."""
     agent.held = set(Action) if user.is_superuser else set(agent.held)  # type: ignore[attr-defined]
     return agent
 
 
 @functools.cache
 def _held_sql() -> str:
+    agents = connection.ops.quote_name(Agent._meta.db_table)
+    # The table's name from the model's metadata; every value is a parameter.
+    return f"""
+        SELECT a.*, {held_array("a")} AS held
+        FROM {agents} a
+        WHERE a.id = %(agent)s AND a.deleted_at IS NULL
+    """  # noqa: S608
+
+
+@functools.cache
+def held_array(agent: str) -> str:
+    """SQL for the Action codenames user `%(user)s` holds on the agent aliased `agent`,
+    directly or through a group, on it or on its environment: an array."""
     user_groups = get_user_model().groups.through._meta.db_table
     tables = {
-        "agent": Agent._meta.db_table,
         "permission": Permission._meta.db_table,
         "agent_user": AgentUserObjectPermission._meta.db_table,
         "agent_group": AgentGroupObjectPermission._meta.db_table,
@@ -173,25 +189,22 @@ def _held_sql() -> str:
         "user_groups": user_groups,
     }
     t = {name: connection.ops.quote_name(table) for name, table in tables.items()}
+    a = agent
     # Table names from the models' metadata; every value is a parameter.
-    return f"""
-        SELECT a.*, ARRAY(
+    return f"""ARRAY(
             SELECT p.codename FROM {t["permission"]} p WHERE p.id IN (
                 SELECT x.permission_id FROM {t["agent_user"]} x
-                 WHERE x.content_object_id = a.id AND x.user_id = %(user)s
+                 WHERE x.content_object_id = {a}.id AND x.user_id = %(user)s
                 UNION ALL
                 SELECT x.permission_id FROM {t["agent_group"]} x
                   JOIN {t["user_groups"]} ug ON ug.group_id = x.group_id
-                 WHERE x.content_object_id = a.id AND ug.user_id = %(user)s
+                 WHERE x.content_object_id = {a}.id AND ug.user_id = %(user)s
                 UNION ALL
                 SELECT x.permission_id FROM {t["env_user"]} x
-                 WHERE x.content_object_id = a.environment_id AND x.user_id = %(user)s
+                 WHERE x.content_object_id = {a}.environment_id AND x.user_id = %(user)s
                 UNION ALL
                 SELECT x.permission_id FROM {t["env_group"]} x
                   JOIN {t["user_groups"]} ug ON ug.group_id = x.group_id
-                 WHERE x.content_object_id = a.environment_id AND ug.user_id = %(user)s
+                 WHERE x.content_object_id = {a}.environment_id AND ug.user_id = %(user)s
             )
-        ) AS held
-        FROM {t["agent"]} a
-        WHERE a.id = %(agent)s AND a.deleted_at IS NULL
-    """  # noqa: S608
+        )"""  # noqa: S608

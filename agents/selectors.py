@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Lower
 
-from agentbuilder.db import one_model
+from agentbuilder.db import one_model, one_row
 from agentbuilder.errors import Invalid, NotFound, PermissionDenied
 from agents.models import (
     ALIAS_PATTERN,
@@ -29,6 +29,8 @@ from agents.permissions import (
     agent_with_held,
     agents_with,
     environments_visible,
+    held_array,
+    held_read,
     may,
     may_flag,
 )
@@ -114,7 +116,10 @@ def agent_get_to_invoke(*, user: Any, environment: Environment, agent_id: uuid.U
     """`agent_get(action=INVOKE)` for the invoke routes, from one precompiled statement:
     NotFound unless the caller may READ or INVOKE the live agent in `environment`,
     PermissionDenied if it may READ it but not INVOKE it (SPEC section 7)."""
-    agent = agent_with_held(user, agent_id)
+    return _invocable(agent_with_held(user, agent_id), environment, agent_id)
+
+
+def _invocable(agent: Agent | None, environment: Environment, agent_id: uuid.UUID) -> Agent:
     held: set[str] = getattr(agent, "held", set())
     if agent is None or agent.environment_id != environment.pk or not held & SEEN_TO_INVOKE:
         raise NotFound(f"Agent '{agent_id}' not found.")
@@ -122,6 +127,60 @@ def agent_get_to_invoke(*, user: Any, environment: Environment, agent_id: uuid.U
         raise PermissionDenied(f"You do not have {Action.INVOKE.name} permission on this agent.")
     agent.environment = environment  # the caller's, already read: no query for it
     return agent
+
+
+def agent_and_version_to_invoke(
+    *, user: Any, environment: Environment, agent_id: uuid.UUID, ref: str
+) -> tuple[Agent, AgentVersion]:
+    """`agent_get_to_invoke`, then `version_to_run`, from one statement: the invoke
+    path's start reads the agent, the caller's grants, the version and its model's
+    provider in one round trip. The same refusals in the same order: the agent's
+    (NotFound, PermissionDenied), then the version's (Invalid, NotFound)."""
+    try:
+        parsed = version_ref_parse(ref)
+    except Invalid:
+        agent_get_to_invoke(user=user, environment=environment, agent_id=agent_id)
+        raise
+    kind = "latest" if parsed is None else type(parsed).__name__
+    params: dict[str, Any] = {"agent": agent_id, "user": user.pk}
+    if parsed is not None:
+        params["ref"] = parsed
+    found = one_row(_invoke_sql(kind), params, Agent, ("v__", AgentVersion))
+    agent, version = found if found is not None else (None, None)
+    agent = _invocable(None if agent is None else held_read(agent, user), environment, agent_id)
+    if version is None:
+        what = "Alias" if isinstance(parsed, str) else "Version"
+        raise NotFound(f"{what} '{ref}' of agent '{agent.name}' not found.")
+    version.agent = agent
+    return agent, version
+
+
+@functools.cache
+def _invoke_sql(kind: str) -> str:
+    quote = connection.ops.quote_name
+    agents = quote(Agent._meta.db_table)
+    versions = quote(AgentVersion._meta.db_table)
+    aliases = quote(VersionAlias._meta.db_table)
+    models = quote(LLMModel._meta.db_table)
+    # Table and column names from the models' metadata; every value is a parameter.
+    where = {
+        "latest": "v.agent_id = a.id ORDER BY v.number DESC",
+        "int": "v.agent_id = a.id AND v.number = %(ref)s",
+        "UUID": "v.agent_id = a.id AND v.id = %(ref)s",
+        "str": f"v.id = (SELECT al.version_id FROM {aliases} al"  # noqa: S608
+        " WHERE al.agent_id = a.id AND lower(al.name) = lower(%(ref)s))",
+    }[kind]
+    columns = [quote(str(field.column)) for field in AgentVersion._meta.concrete_fields]
+    version = ", ".join(
+        f"v.{column} AS {quote('v__' + column.strip(chr(34)))}" for column in columns
+    )
+    provider = f"SELECT m.provider FROM {models} m WHERE m.id = v.config->>'llmModelId'"  # noqa: S608
+    return f"""
+        SELECT a.*, {held_array("a")} AS held, {version}, ({provider}) AS v__model_provider
+        FROM {agents} a
+        LEFT JOIN LATERAL (SELECT * FROM {versions} v WHERE {where} LIMIT 1) v ON true
+        WHERE a.id = %(agent)s AND a.deleted_at IS NULL
+    """  # noqa: S608
 
 
 SEEN_TO_INVOKE = {Action.READ, Action.INVOKE}

@@ -7,9 +7,9 @@ with no authentication and no database:
   {OPENAI_BASE_URL}/chat/completions`, `stream: true`) with one shared `httpx.AsyncClient`
   and writes each text delta as an NDJSON line, as the platform's native stream does;
 - `/bench/floor`, the bare view plus the least an invoke must do besides: with `?db` the
-  platform's own database statements of a call (the token's holder, the agent with the
-  caller's grants, the version, the run row's INSERT in one hop to a request thread, the
-  run's end in a second), with `?model` the model call the relay makes, read to its end.
+  platform's own database statements of a call (the token's holder; the agent with the
+  caller's grants and the version; the run row's INSERT: in one hop to a request thread;
+  the run's end in a second), with `?model` the model call the relay makes, read to its end.
   What invoke_overhead compares the invoke with, to tell the platform's own Python from
   what any design that keeps its guarantees pays on this stack.
 """
@@ -149,18 +149,16 @@ def _floor_start() -> str:
     from django.db import connection
 
     from agents.models import Run
-    from agents.permissions import _held_sql
-    from agents.selectors import DEFAULT_ENVIRONMENT, _version_sql
+    from agents.selectors import DEFAULT_ENVIRONMENT, _invoke_sql
     from agents.tokens import _holder_sql
 
     run_id = uuid.uuid4()
     with connection.cursor() as cursor:
         cursor.execute(_holder_sql(), [None, DEFAULT_ENVIRONMENT, _floor["user"]])
         cursor.fetchone()
-        cursor.execute(_held_sql(), {"agent": _floor["agent"], "user": _floor["user"]})
-        cursor.fetchone()
-        cursor.execute(_version_sql("latest"), [_floor["agent"]])
-        version_id = cursor.fetchone()[0]
+        cursor.execute(_invoke_sql("latest"), {"agent": _floor["agent"], "user": _floor["user"]})
+        row = cursor.fetchone()
+        version_id = row[[column.name for column in cursor.description].index("v__id")]
         # The platform's INSERT writes every column of the row; so does this one.
         cursor.execute(
             f"INSERT INTO {Run._meta.db_table} (id, agent_id, version_id, caller_id, protocol,"  # noqa: S608

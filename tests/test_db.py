@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from agentbuilder.db import insert_new, one_model
-from agentbuilder.liveness import lease_expiry, lease_seconds
+from agentbuilder.db import _compiled, insert_new, one_model, one_row
+from agentbuilder.liveness import _lease_expiry, lease_expiry, lease_seconds
 from agents.examples import CALCULATOR
-from agents.models import AgentVersion, Run
+from agents.models import Agent, AgentVersion, Run
 
 pytestmark = pytest.mark.django_db
 
@@ -84,3 +84,40 @@ def test_insert_new_stores_what_save_stores(make_agent: Any, admin_user: Any) ->
     assert abs(leases[1] - leases[0]) < timedelta(seconds=1)
     assert leases[1] - inserted.started_at > timedelta(seconds=lease_seconds() - 1)
     assert Run.objects.get(pk=inserted.pk).started_at == inserted.started_at
+
+
+def test_an_equal_expression_is_compiled_once(make_agent: Any, admin_user: Any) -> None:
+    agent = make_agent("Calculator", "tool", config=CALCULATOR["config"])
+    version = agent.versions.get()
+    for seconds in (60, 60, 90):
+        run = Run(agent=agent, version=version, caller=admin_user, protocol="invoke")
+        run.lease_until = _lease_expiry(float(seconds))
+        before = _compiled.cache_info()
+        insert_new(run)
+        after = _compiled.cache_info()
+        stored = Run.objects.get(pk=run.pk)
+        # Each lease is its own length from its statement's time, whatever was compiled.
+        assert abs((stored.lease_until - stored.started_at).total_seconds() - seconds) < 5
+        assert (after.hits - before.hits, after.misses - before.misses) in {(1, 0), (0, 1)}
+    assert _compiled(Run, _lease_expiry(60.0)) == _compiled(Run, _lease_expiry(60.0))
+    assert _compiled(Run, _lease_expiry(60.0)) != _compiled(Run, _lease_expiry(90.0))
+
+
+def test_a_row_of_two_models_by_prefix(make_agent: Any) -> None:
+    agent = make_agent("Calculator", "tool", config=CALCULATOR["config"])
+    agents, versions = Agent._meta.db_table, AgentVersion._meta.db_table
+    sql = (
+        f"SELECT a.*, 7 AS seven, v.id AS v__id, v.config AS v__config, v.number AS v__number,"  # noqa: S608
+        f" v.number * 10 AS v__tens FROM {agents} a"
+        f" LEFT JOIN {versions} v ON v.agent_id = a.id AND v.number = %s WHERE a.id = %s"
+    )
+    read, version = one_row(sql, [1, agent.pk], Agent, ("v__", AgentVersion))
+    assert (read.pk, read.name, read.seven) == (agent.pk, "Calculator", 7)
+    assert (version.number, version.tens) == (1, 10)
+    assert version.config == agent.versions.get().config
+    assert not hasattr(read, "v__tens")
+    assert not hasattr(version, "seven")
+
+    read, version = one_row(sql, [2, agent.pk], Agent, ("v__", AgentVersion))
+    assert read.pk == agent.pk
+    assert version is None  # the outer join found no version

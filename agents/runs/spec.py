@@ -4,6 +4,7 @@ provider and model, the task agents and MCP servers behind its tools, its retrie
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,6 +12,7 @@ from django.conf import settings
 
 from agentbuilder.errors import Invalid
 from agents.configs import (
+    AgentConfig,
     McpTool,
     RagAgentConfig,
     RagTool,
@@ -29,7 +31,7 @@ from agents.runtime.spec import AgentSpec, McpServerSpec, Retriever
 
 def agent_spec(*, agent: Agent, version: AgentVersion) -> AgentSpec:
     """Everything the runtime needs about a version, task agents behind its tools included."""
-    config = config_parse(agent.agent_type, version.config)
+    config = _parsed_config(agent.agent_type, version)
     # Read with the version on the invoke path (agents.selectors.version_to_run).
     provider_name, model = _model_route(
         config.llm_model_id, getattr(version, "model_provider", UNREAD)
@@ -56,6 +58,23 @@ def agent_spec(*, agent: Agent, version: AgentVersion) -> AgentSpec:
         mcp_servers=mcp_servers,
     )
 
+
+def _parsed_config(agent_type: str, version: AgentVersion) -> AgentConfig:
+    """The version's config, parsed once per process: a version never changes (a new
+    config is a new version) and the parsed form is frozen, so every call can share it."""
+    config = _configs.get(version.pk)
+    if config is None:
+        config = config_parse(agent_type, version.config)
+        with _configs_lock:  # request threads share the cache
+            if len(_configs) >= _CONFIGS_KEPT:
+                del _configs[next(iter(_configs))]  # the oldest entry
+            _configs[version.pk] = config
+    return config
+
+
+_CONFIGS_KEPT = 1024
+_configs: dict[Any, AgentConfig] = {}
+_configs_lock = threading.Lock()
 
 UNREAD = object()  # the catalog's provider was not read with the version
 

@@ -65,10 +65,12 @@ def invocation_start(request: RunRequest) -> Invocation:
     Raises NotFound or PermissionDenied before any run exists; after that, DomainError
     (wrong agent type) or Invalid, carrying `run_id`, with the run left `failed`.
     """
-    agent = selectors.agent_get_to_invoke(
-        user=request.user, environment=request.environment, agent_id=request.agent_id
+    agent, version = selectors.agent_and_version_to_invoke(
+        user=request.user,
+        environment=request.environment,
+        agent_id=request.agent_id,
+        ref=request.version_ref,
     )
-    version = selectors.version_to_run(agent=agent, ref=request.version_ref)
     history = thread_history(agent=agent, caller=request.user, thread_id=request.thread_id)
     response_id = new_response_id()
     run = Run(
