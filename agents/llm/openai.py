@@ -33,7 +33,6 @@ from agents.llm.base import (
 if TYPE_CHECKING:
     from openai.types.chat import (
         ChatCompletionMessageParam,
-        ChatCompletionToolChoiceOptionParam,
         ChatCompletionToolParam,
     )
 
@@ -57,31 +56,28 @@ class OpenAIProvider:
     """Chat completions, streamed, for catalog ids `openai/<model>`."""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        # The SDK builds the request, retries and raises status errors; the stream's
-        # chunks are read as JSON, not as the SDK's per-chunk pydantic objects, which
-        # were most of a streamed answer's CPU on the server.
-        create = _client(request).chat.completions.with_streaming_response.create
+        # The SDK builds the request, retries and raises status errors; the body is built
+        # here in wire form and sent with the SDK's own `post` (its documented way to call
+        # an endpoint with a body of one's own). `chat.completions.create` walked every
+        # parameter as a typed dict to rename fields these never need and wrapped the
+        # answer in objects read once: a call cost 11 % more CPU (3.21 against 2.84 ms,
+        # medians, against tests/fakes' FakeOpenAI). The stream's chunks are read as
+        # JSON, not as the SDK's per-chunk pydantic objects.
         translator = _Translator()
         try:
-            async with create(
-                model=request.model_id.removeprefix(PREFIX),
-                # The messages and tools go in `extra_body`, which the SDK sends as it is:
-                # they are built in wire form here, and the SDK's recursive walk of them as
-                # typed dicts (to rename fields, which these never need) cost more than the
-                # rest of the request's building.
-                messages=(),
-                extra_body=_wire_body(request),
-                tool_choice=_tool_choice(request),
-                max_tokens=request.max_tokens,
-                temperature=request.temperature,
+            response = await _client(request).post(
+                "/chat/completions",
+                cast_to=httpx2.Response,  # the SDK hands the response over unread
+                body=_wire_body(request),
                 stream=True,
-                stream_options={"include_usage": True},
-            ) as response:
-                # Leaving the block, also when the consumer stops early, closes the
-                # response: the connection goes back to the pool.
-                async for chunk in _chunks(response.http_response.aiter_lines()):
+            )
+            try:
+                async for chunk in _chunks(response.aiter_lines()):
                     for event in translator.feed(chunk):
                         yield event
+            finally:
+                # Also when the consumer stops early: the connection goes back to the pool.
+                await response.aclose()
         except openai.OpenAIError as exc:
             raise _provider_error(exc) from exc
         except httpx2.TimeoutException as exc:  # the body stalled after the SDK handed it over
@@ -145,9 +141,19 @@ def _client(request: ModelRequest) -> openai.AsyncOpenAI:
 
 
 def _wire_body(request: ModelRequest) -> dict[str, Any]:
-    body: dict[str, Any] = {"messages": _messages(request)}
+    """The chat completions request, streamed with usage."""
+    body: dict[str, Any] = {
+        "model": request.model_id.removeprefix(PREFIX),
+        "messages": _messages(request),
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     if request.tools:
         body["tools"] = [_tool(spec) for spec in request.tools]
+    if request.force_tool:
+        body["tool_choice"] = {"type": "function", "function": {"name": request.force_tool}}
     return body
 
 
@@ -201,12 +207,6 @@ def _tool(spec: ToolSpec) -> ChatCompletionToolParam:
             "parameters": spec.parameters,
         },
     }
-
-
-def _tool_choice(request: ModelRequest) -> ChatCompletionToolChoiceOptionParam | openai.Omit:
-    if not request.force_tool:
-        return openai.omit
-    return {"type": "function", "function": {"name": request.force_tool}}
 
 
 class _Translator:
