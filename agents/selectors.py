@@ -160,27 +160,37 @@ def _invoke_sql(kind: str) -> str:
     quote = connection.ops.quote_name
     agents = quote(Agent._meta.db_table)
     versions = quote(AgentVersion._meta.db_table)
-    aliases = quote(VersionAlias._meta.db_table)
-    models = quote(LLMModel._meta.db_table)
+    where = _version_where(kind, agent="a.id", ref="%(ref)s")
+    columns = [str(field.column) for field in AgentVersion._meta.concrete_fields]
+    version = ", ".join(f"v.{quote(column)} AS {quote('v__' + column)}" for column in columns)
     # Table and column names from the models' metadata; every value is a parameter.
-    where = {
-        "latest": "v.agent_id = a.id ORDER BY v.number DESC",
-        "int": "v.agent_id = a.id AND v.number = %(ref)s",
-        "UUID": "v.agent_id = a.id AND v.id = %(ref)s",
-        "str": f"v.id = (SELECT al.version_id FROM {aliases} al"  # noqa: S608
-        " WHERE al.agent_id = a.id AND lower(al.name) = lower(%(ref)s))",
-    }[kind]
-    columns = [quote(str(field.column)) for field in AgentVersion._meta.concrete_fields]
-    version = ", ".join(
-        f"v.{column} AS {quote('v__' + column.strip(chr(34)))}" for column in columns
-    )
-    provider = f"SELECT m.provider FROM {models} m WHERE m.id = v.config->>'llmModelId'"  # noqa: S608
     return f"""
-        SELECT a.*, {held_array("a")} AS held, {version}, ({provider}) AS v__model_provider
+        SELECT a.*, {held_array("a")} AS held, {version}, ({_provider_sql()}) AS v__model_provider
         FROM {agents} a
         LEFT JOIN LATERAL (SELECT * FROM {versions} v WHERE {where} LIMIT 1) v ON true
         WHERE a.id = %(agent)s AND a.deleted_at IS NULL
     """  # noqa: S608
+
+
+def _version_where(kind: str, *, agent: str, ref: str) -> str:
+    """Which version of agent `agent` (SQL) a reference of `kind` names (`ref`, SQL): the
+    newest, by number, by id, or by alias (ignoring case)."""
+    aliases = connection.ops.quote_name(VersionAlias._meta.db_table)
+    # The table's name from the model's metadata; `agent` and `ref` are placeholders.
+    return {
+        "latest": f"v.agent_id = {agent} ORDER BY v.number DESC",
+        "int": f"v.agent_id = {agent} AND v.number = {ref}",
+        "UUID": f"v.agent_id = {agent} AND v.id = {ref}",
+        "str": f"v.id = (SELECT al.version_id FROM {aliases} al"  # noqa: S608
+        f" WHERE al.agent_id = {agent} AND lower(al.name) = lower({ref}))",
+    }[kind]
+
+
+def _provider_sql() -> str:
+    """The catalog's provider of version `v`'s model (None when the catalog has no such
+    model): agents.runs.spec needs it next, every call."""
+    models = connection.ops.quote_name(LLMModel._meta.db_table)
+    return f"SELECT m.provider FROM {models} m WHERE m.id = v.config->>'llmModelId'"  # noqa: S608
 
 
 SEEN_TO_INVOKE = {Action.READ, Action.INVOKE}
@@ -309,23 +319,11 @@ def version_to_run(*, agent: Agent, ref: str) -> AgentVersion:
 
 @functools.cache
 def _version_sql(kind: str) -> str:
-    quote = connection.ops.quote_name
-    versions = quote(AgentVersion._meta.db_table)
-    aliases = quote(VersionAlias._meta.db_table)
-    # Table names from the models' metadata; every value is a parameter.
-    where = {
-        "latest": "v.agent_id = %s ORDER BY v.number DESC",
-        "int": "v.agent_id = %s AND v.number = %s",
-        "UUID": "v.agent_id = %s AND v.id = %s",
-        "str": f"v.id = (SELECT a.version_id FROM {aliases} a"  # noqa: S608
-        " WHERE a.agent_id = %s AND lower(a.name) = lower(%s))",
-    }[kind]
-    # The catalog's provider of the config's model comes along (`model_provider`, None
-    # when the catalog has no such model): agents.runs.spec needs it next, every call.
-    models = quote(LLMModel._meta.db_table)
-    provider = f"SELECT m.provider FROM {models} m WHERE m.id = v.config->>'llmModelId'"  # noqa: S608
+    versions = connection.ops.quote_name(AgentVersion._meta.db_table)
+    where = _version_where(kind, agent="%s", ref="%s")
+    # The table's name from the model's metadata; every value is a parameter.
     return (
-        f"SELECT v.*, ({provider}) AS model_provider"  # noqa: S608
+        f"SELECT v.*, ({_provider_sql()}) AS model_provider"  # noqa: S608
         f" FROM {versions} v WHERE {where} LIMIT 1"
     )
 
