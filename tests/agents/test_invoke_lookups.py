@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -17,6 +18,7 @@ from agents.permissions import Action, grant
 from agents.runs.spec import agent_spec
 from agents.selectors import agent_and_version_to_invoke, agent_get_to_invoke, version_to_run
 from agents.services import alias_set, version_add
+from tests.conftest import client_for
 from tests.factories import UserFactory
 
 
@@ -120,3 +122,28 @@ def test_a_good_reference_is_one_statement(make_agent: Any, owner: Any, env: Any
     with CaptureQueriesContext(connection) as queries:
         agent_and_version_to_invoke(user=owner, environment=env, agent_id=agent.pk, ref="1")
     assert len(queries.captured_queries) == 1
+
+
+@pytest.mark.parametrize(
+    ("guardrails", "expected"),
+    [
+        # The token's holder; the agent, the grants and the version; the run opened; closed.
+        ([], ["SELECT", "SELECT", "INSERT", "UPDATE"]),
+        # And the guardrails' rules, read by name when the version names any.
+        (["HAIP-Prompt_attack-Medium"], ["SELECT", "SELECT", "INSERT", "SELECT", "UPDATE"]),
+    ],
+)
+def test_the_statements_of_an_invoke(
+    make_agent: Any, owner: Any, guardrails: list[str], expected: list[str]
+) -> None:
+    config = {**CALCULATOR["config"], "guardrails": guardrails}
+    agent = make_agent("Calculator", "tool", config=config)
+    client = client_for(owner)
+    url = f"/v1/agents/{agent.pk}/versions/latest/invoke"
+    body = {"messages": [{"role": "user", "content": "Say hello."}]}
+    assert client.post(url, body, format="json").status_code == 200  # warm: nothing cached
+
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post(url, body, format="json")
+    assert response.status_code == 200
+    assert [query["sql"].split()[0] for query in queries.captured_queries] == expected
