@@ -120,8 +120,14 @@ class Row:
     floors: dict[str, Load] = field(default_factory=dict)
 
 
-# bench/urls.py's floor: the bare view plus the platform's statements, plus the model call.
-FLOORS = {"db": "db", "db+model": "db&model"}
+# bench/urls.py's floors: the bare view plus the platform's statements, plus the model
+# call; the same behind the API's own DRF view.
+FLOORS = {
+    "db": "floor?db",
+    "db+model": "floor?db&model",
+    "api+db": "floor-api",
+    "api+db+model": "floor-api?model",
+}
 
 
 async def measure(
@@ -132,8 +138,8 @@ async def measure(
     invoke = f"{server.url}/v1/agents/{data.agent_id}/versions/latest/invoke"
     bare = f"{server.url}/bench/bare"
     floors = {
-        name: f"{server.url}/bench/floor?{query}"
-        for name, query in FLOORS.items()
+        name: f"{server.url}/bench/{path}"
+        for name, path in FLOORS.items()
         if model or "model" not in name
     }
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -268,16 +274,17 @@ def report(rows: list[Row], *, total: int, warmup: int, concurrency: int) -> boo
 
 def floors_table(rows: list[Row]) -> str:
     """The invoke against the floors: what any design that keeps the invoke's guarantees
-    pays on this stack (the bare view, the same statements, the same model call)."""
+    pays on this stack (the bare view, the same statements, the same model call), and the
+    same behind the API's DRF view."""
     lines = []
     for row in rows:
-        floor = row.floors.get("db+model") or row.floors["db"]
+        cpu = [row.floors[name].cpu_ms if name in row.floors else None for name in FLOORS]
+        floor = next(row.floors[name] for name in reversed(FLOORS) if name in row.floors)
         lines.append(
             [
                 row.name,
                 f"{row.bare.cpu_ms:.1f}",
-                f"{row.floors['db'].cpu_ms:.1f}",
-                f"{row.floors['db+model'].cpu_ms:.1f}" if "db+model" in row.floors else "-",
+                *(f"{ms:.1f}" if ms is not None else "-" for ms in cpu),
                 f"{row.platform.cpu_ms:.1f}",
                 f"{floor.cpu_ms / row.bare.cpu_ms:.2f}x",
                 f"{row.platform.cpu_ms / floor.cpu_ms:.2f}x",
@@ -288,8 +295,7 @@ def floors_table(rows: list[Row]) -> str:
     headers = [
         "model",
         "bare CPU ms",
-        "floor db",
-        "floor db+model",
+        *(f"floor {name}" for name in FLOORS),
         "invoke CPU ms",
         "floor/bare CPU",
         "invoke/floor CPU",
@@ -297,9 +303,10 @@ def floors_table(rows: list[Row]) -> str:
         "invoke/floor req/s",
     ]
     return (
-        "\nFloors (bench/urls.py's /bench/floor): the bare view plus the invoke's own database"
-        " statements (db),\nplus the model call read to its end (db+model); the floor is the"
-        " last of them a row has\n" + table(headers, lines)
+        "\nFloors (bench/urls.py's /bench/floor and /bench/floor-api): the bare view plus the"
+        " invoke's own database\nstatements (db), plus the model call read to its end (model),"
+        " behind the API's DRF view (api);\nthe ratios take the last floor a row has\n"
+        + table(headers, lines)
     )
 
 

@@ -10,8 +10,10 @@ with no authentication and no database:
   platform's own database statements of a call (the token's holder; the agent with the
   caller's grants and the version; the run row's INSERT: in one hop to a request thread;
   the run's end in a second), with `?model` the model call the relay makes, read to its end.
-  What invoke_overhead compares the invoke with, to tell the platform's own Python from
-  what any design that keeps its guarantees pays on this stack.
+  `/bench/floor-api` does the same behind the API's own DRF view (authentication,
+  throttles, negotiation, renderer). What invoke_overhead compares the invoke with, to
+  tell the platform's own Python from what any design that keeps its guarantees pays on
+  this stack.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ import httpx2 as httpx
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
+from rest_framework.request import Request
+from rest_framework.response import Response
 
+from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agentbuilder.urls import handler404, handler500, urlpatterns
 
@@ -42,14 +47,18 @@ __all__ = ["handler404", "handler500", "urlpatterns"]
 _answer: dict[str, Any] = {}
 
 
+def _answered() -> dict[str, Any]:
+    """The stored answer with a fresh id and time, as the platform answers."""
+    return {**_answer, "id": f"resp_{uuid.uuid4().hex}", "createdAt": int(time.time())}
+
+
 @csrf_exempt
 async def bare(request: HttpRequest) -> HttpResponse:
     if request.method == "PUT":
         _answer.clear()
         _answer.update(json.loads(request.body))
         return HttpResponse(status=204)
-    body = {**_answer, "id": f"resp_{uuid.uuid4().hex}", "createdAt": int(time.time())}
-    return JsonResponse(body)
+    return JsonResponse(_answered())
 
 
 # What the platform sends for bench/common.py's one-tool agent: its system prompt, the
@@ -144,8 +153,9 @@ async def relay(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
 _floor: dict[str, Any] = {}
 
 
-def _floor_start() -> str:
-    """The statements of an invoke's start, with plain cursors; the run row's id."""
+def _floor_start(*, holder: bool = True) -> str:
+    """The statements of an invoke's start, with plain cursors (without the token's
+    holder's when DRF's authentication has read it); the run row's id."""
     from django.db import connection
 
     from agents.models import Run
@@ -154,8 +164,9 @@ def _floor_start() -> str:
 
     run_id = uuid.uuid4()
     with connection.cursor() as cursor:
-        cursor.execute(_holder_sql(), [None, DEFAULT_ENVIRONMENT, _floor["user"]])
-        cursor.fetchone()
+        if holder:
+            cursor.execute(_holder_sql(), [None, DEFAULT_ENVIRONMENT, _floor["user"]])
+            cursor.fetchone()
         cursor.execute(_invoke_sql("latest"), {"agent": _floor["agent"], "user": _floor["user"]})
         row = cursor.fetchone()
         version_id = row[[column.name for column in cursor.description].index("v__id")]
@@ -211,13 +222,32 @@ async def floor(request: HttpRequest) -> HttpResponse:
             pass
     if run_id is not None:
         await in_db(_floor_end)(run_id)
-    body = {**_answer, "id": f"resp_{uuid.uuid4().hex}", "createdAt": int(time.time())}
-    return JsonResponse(body)
+    return JsonResponse(_answered())
+
+
+class FloorApi(AsyncApiView):
+    """`/bench/floor` behind the API's own view: DRF's request, the project's bearer-token
+    authentication (the token's holder read), throttles, content negotiation and JSON
+    renderer, DRF's checks in the first hop as the invoke views run them. What the invoke
+    adds beyond this is the runtime, the recorder and trace, the spec, the SDK."""
+
+    checks_in_first_hop = True
+
+    async def post(self, request: Request) -> Response:
+        run_id = await self.checked(_floor_start)(holder=False)
+        if "model" in request.query_params:
+            async for _ in _relayed([{"role": "user", "content": "floor"}]):
+                pass
+        await in_db(_floor_end)(run_id)
+        return Response(
+            {**_answer, "id": f"resp_{uuid.uuid4().hex}", "createdAt": int(time.time())}
+        )
 
 
 urlpatterns = [
     path("bench/bare", bare),
     path("bench/relay", relay),
     path("bench/floor", floor),
+    path("bench/floor-api", FloorApi.as_view()),
     *urlpatterns,
 ]
