@@ -66,6 +66,19 @@ def one_row(sql: str, params: Params, *shapes: type[Model] | tuple[str, type[Mod
     return tuple(layout.instance(row) for layout in layouts)
 
 
+def columns_sql(model: type[Model], alias: str, prefix: str = "") -> str:
+    """The select list of `model`'s columns from table alias `alias`, each named with
+    `prefix` in front (for `one_row`). Named one by one rather than `alias.*`: the mapping
+    `one_row` keeps is by position, and a column dropped under a running process then
+    fails the statement, as it would the ORM's, instead of shifting values."""
+    quote = connection.ops.quote_name
+    return ", ".join(
+        f"{alias}.{quote(str(field.column))}"
+        + (f" AS {quote(prefix + str(field.column))}" if prefix else "")
+        for field in model._meta.concrete_fields
+    )
+
+
 Params = Sequence[Any] | Mapping[str, Any]
 Converter = tuple[Callable[..., Any], Any]
 

@@ -22,7 +22,7 @@ from django.db import connection
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 from guardian.shortcuts import assign_perm
 
-from agentbuilder.db import one_model
+from agentbuilder.db import columns_sql, one_model
 from agentbuilder.errors import PermissionDenied
 from agents.models import (
     Agent,
@@ -169,7 +169,7 @@ def _held_sql() -> str:
     agents = connection.ops.quote_name(Agent._meta.db_table)
     # The table's name from the model's metadata; every value is a parameter.
     return f"""
-        SELECT a.*, {held_array("a")} AS held
+        SELECT {columns_sql(Agent, "a")}, {held_array("a")} AS held
         FROM {agents} a
         WHERE a.id = %(agent)s AND a.deleted_at IS NULL
     """  # noqa: S608

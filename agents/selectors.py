@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Lower
 
-from agentbuilder.db import one_model, one_row
+from agentbuilder.db import columns_sql, one_model, one_row
 from agentbuilder.errors import Invalid, NotFound, PermissionDenied
 from agents.models import (
     ALIAS_PATTERN,
@@ -161,11 +161,11 @@ def _invoke_sql(kind: str) -> str:
     agents = quote(Agent._meta.db_table)
     versions = quote(AgentVersion._meta.db_table)
     where = _version_where(kind, agent="a.id", ref="%(ref)s")
-    columns = [str(field.column) for field in AgentVersion._meta.concrete_fields]
-    version = ", ".join(f"v.{quote(column)} AS {quote('v__' + column)}" for column in columns)
+    agent, version = columns_sql(Agent, "a"), columns_sql(AgentVersion, "v", "v__")
     # Table and column names from the models' metadata; every value is a parameter.
     return f"""
-        SELECT a.*, {held_array("a")} AS held, {version}, ({_provider_sql()}) AS v__model_provider
+        SELECT {agent}, {held_array("a")} AS held, {version},
+            ({_provider_sql()}) AS v__model_provider
         FROM {agents} a
         LEFT JOIN LATERAL (SELECT * FROM {versions} v WHERE {where} LIMIT 1) v ON true
         WHERE a.id = %(agent)s AND a.deleted_at IS NULL
@@ -323,7 +323,7 @@ def _version_sql(kind: str) -> str:
     where = _version_where(kind, agent="%s", ref="%s")
     # The table's name from the model's metadata; every value is a parameter.
     return (
-        f"SELECT v.*, ({_provider_sql()}) AS model_provider"  # noqa: S608
+        f"SELECT {columns_sql(AgentVersion, 'v')}, ({_provider_sql()}) AS model_provider"  # noqa: S608
         f" FROM {versions} v WHERE {where} LIMIT 1"
     )
 

@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils.crypto import salted_hmac
 
-from agentbuilder.db import one_model
+from agentbuilder.db import columns_sql, one_row
 from agents.models import APIClient, Environment
 from agents.selectors import DEFAULT_ENVIRONMENT
 
@@ -88,13 +88,14 @@ def token_holder(claims: Claims) -> Any | None:
     (agents.selectors.environment_resolve then says so)."""
     users = get_user_model()
     params = [_claimed_environment(claims), DEFAULT_ENVIRONMENT, claims.user_id]
-    row = one_model(users, _holder_sql(), params)
-    if row is None:
+    shapes = (users, ("client__", APIClient), ("env__", Environment))
+    found = one_row(_holder_sql(), params, *shapes)
+    if found is None:
         return None
-    client = _related(row, "client__", APIClient)
-    users.api_client.related.set_cached_value(row, client)
-    row.token_environment = _related(row, "env__", Environment)  # type: ignore[attr-defined]
-    return row
+    user, client, environment = found
+    users.api_client.related.set_cached_value(user, client)
+    user.token_environment = environment
+    return user
 
 
 def _claimed_environment(claims: Claims) -> uuid.UUID | None:
@@ -102,21 +103,6 @@ def _claimed_environment(claims: Claims) -> uuid.UUID | None:
         return uuid.UUID(claims.environment_id) if claims.environment_id else None
     except ValueError:  # signed by us, so never; environment_resolve reports it
         return None
-
-
-def _related(row: Any, prefix: str, model: Any) -> Any | None:
-    """The `model` row a raw statement put beside the user in `prefix`ed columns."""
-    columns = _columns(model)
-    values = [getattr(row, f"{prefix}{name}") for name in columns]
-    if values[0] is None:  # the primary key: no row joined
-        return None
-    return model.from_db(connection.alias, columns, values)
-
-
-@functools.cache
-def _columns(model: Any) -> list[str]:
-    """The model's concrete columns, its primary key first."""
-    return [field.attname for field in model._meta.concrete_fields]
 
 
 @functools.cache
@@ -128,11 +114,6 @@ def _holder_sql() -> str:
             next(str(f.column) for f in model._meta.concrete_fields if f.attname == attname)
         )
 
-    def selected(alias: str, model: Any, prefix: str) -> str:
-        return ", ".join(
-            f"{alias}.{column(model, name)} AS {quote(prefix + name)}" for name in _columns(model)
-        )
-
     user_table = quote(get_user_model()._meta.db_table)
     client_table = quote(APIClient._meta.db_table)
     env_table = quote(Environment._meta.db_table)
@@ -140,7 +121,8 @@ def _holder_sql() -> str:
     env_id, env_name = column(Environment, "id"), column(Environment, "name")
     # Table and column names from the models' metadata; the values are parameters.
     return f"""
-        SELECT u.*, {selected("c", APIClient, "client__")}, {selected("e", Environment, "env__")}
+        SELECT {columns_sql(get_user_model(), "u")}, {columns_sql(APIClient, "c", "client__")},
+            {columns_sql(Environment, "e", "env__")}
         FROM {user_table} u
         LEFT JOIN {client_table} c ON c.{service_user} = u.id
         LEFT JOIN {env_table} e ON e.{env_id} = COALESCE(
