@@ -1,4 +1,6 @@
-"""Database work from async code without holding a connection across awaits."""
+"""Database work from async code without holding a connection across awaits (`in_db`),
+and the fixed statements of the invoke path, read and written without the ORM's per-call
+building (`one_row`, `insert_new`)."""
 
 from __future__ import annotations
 
