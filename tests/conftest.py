@@ -8,7 +8,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from django.core.cache import cache
+from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
+from rest_framework.throttling import SimpleRateThrottle
 
 from agents.models import Agent, Environment
 from agents.permissions import Action, grant
@@ -64,6 +67,24 @@ def as_user() -> Callable[..., APIClient]:
 @pytest.fixture
 def owner_client(owner: Any) -> APIClient:
     return client_for(owner)
+
+
+@pytest.fixture
+def rates(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """`rates(user="2/min", ...)`: the API's throttle rates for this test, with the
+    throttles' history (the cache, shared with a live server in this process) cleared."""
+
+    def set_rates(**changed: str) -> None:
+        framework = settings.REST_FRAMEWORK
+        rates = {**framework["DEFAULT_THROTTLE_RATES"], **changed}
+        settings.REST_FRAMEWORK = {**framework, "DEFAULT_THROTTLE_RATES": rates}
+        # DRF copies the rates onto the throttle class when it is defined.
+        monkeypatch.setattr(
+            SimpleRateThrottle, "THROTTLE_RATES", api_settings.DEFAULT_THROTTLE_RATES
+        )
+
+    cache.clear()
+    return set_rates
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -10,9 +9,7 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
 from django.core.cache import cache
-from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
-from rest_framework.throttling import SimpleRateThrottle
 
 from agents.models import Agent, Environment
 from agents.models import APIClient as ApiClientRow
@@ -145,20 +142,6 @@ def test_a_token_without_the_credentials_stamp_is_refused(owner):
 @pytest.fixture(autouse=True)
 def _fresh_throttles() -> None:
     cache.clear()  # throttle history lives in the cache and would leak between tests
-
-
-@pytest.fixture
-def rates(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
-    def set_rates(**changed: str) -> None:
-        framework = settings.REST_FRAMEWORK
-        rates = {**framework["DEFAULT_THROTTLE_RATES"], **changed}
-        settings.REST_FRAMEWORK = {**framework, "DEFAULT_THROTTLE_RATES": rates}
-        # DRF copies the rates onto the throttle class when it is defined.
-        monkeypatch.setattr(
-            SimpleRateThrottle, "THROTTLE_RATES", api_settings.DEFAULT_THROTTLE_RATES
-        )
-
-    return set_rates
 
 
 def _guess(password: str, username: str = "owner", **meta: str) -> Any:

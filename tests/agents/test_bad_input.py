@@ -16,9 +16,7 @@ import pytest
 from django.conf import settings
 from django.core.cache import cache
 from django.test import override_settings
-from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
-from rest_framework.throttling import SimpleRateThrottle
 
 from agents.models import Agent, AgentVersion
 from agents.permissions import Action
@@ -696,20 +694,6 @@ def test_wrong_credentials_are_401(
 
 
 # ---------------------------------------------------------------- throttling
-
-
-@pytest.fixture
-def rates(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
-    def set_rates(**changed: str) -> None:
-        framework = settings.REST_FRAMEWORK
-        rates = {**framework["DEFAULT_THROTTLE_RATES"], **changed}
-        settings.REST_FRAMEWORK = {**framework, "DEFAULT_THROTTLE_RATES": rates}
-        # DRF copies the rates onto the throttle class when it is defined.
-        monkeypatch.setattr(
-            SimpleRateThrottle, "THROTTLE_RATES", api_settings.DEFAULT_THROTTLE_RATES
-        )
-
-    return set_rates
 
 
 def _assert_throttled(response: Any) -> None:

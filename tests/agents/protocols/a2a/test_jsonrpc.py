@@ -10,9 +10,7 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache
-from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
-from rest_framework.throttling import SimpleRateThrottle
 
 from agents.examples import CALCULATOR, PERSON_EXTRACTOR, SUMMARIZER
 from agents.models import Agent, Run
@@ -213,21 +211,6 @@ def test_a_version_is_named_after_the_at_and_an_unknown_agent_is_404(
     missing = owner_client.post("/v1/a2a/Nobody", {"jsonrpc": "2.0"}, format="json")
     assert missing.status_code == 404
     assert owner_client.get("/v1/a2a/Calculator@9/.well-known/agent-card.json").status_code == 404
-
-
-@pytest.fixture
-def rates(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
-    def set_rates(**changed: str) -> None:
-        framework = settings.REST_FRAMEWORK
-        rates = {**framework["DEFAULT_THROTTLE_RATES"], **changed}
-        settings.REST_FRAMEWORK = {**framework, "DEFAULT_THROTTLE_RATES": rates}
-        # DRF copies the rates onto the throttle class when it is defined.
-        monkeypatch.setattr(
-            SimpleRateThrottle, "THROTTLE_RATES", api_settings.DEFAULT_THROTTLE_RATES
-        )
-
-    cache.clear()  # throttle history lives in the cache
-    return set_rates
 
 
 @pytest.mark.django_db

@@ -25,8 +25,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
-from rest_framework.settings import api_settings
-from rest_framework.throttling import SimpleRateThrottle
 
 from agentbuilder.asgi import application
 from agents.examples import CALCULATOR
@@ -528,14 +526,9 @@ def test_the_sdk_client_without_a_token_cannot_connect(port: int) -> None:
 
 @LIVE
 def test_mcp_requests_are_throttled_per_caller_as_the_rest_api_is(
-    port: int, owner: Any, stranger: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+    port: int, owner: Any, stranger: Any, rates: Callable[..., None]
 ) -> None:
-    framework = settings.REST_FRAMEWORK
-    rates = {**framework["DEFAULT_THROTTLE_RATES"], "user": "2/min"}
-    settings.REST_FRAMEWORK = {**framework, "DEFAULT_THROTTLE_RATES": rates}
-    # DRF copies the rates onto the throttle class when it is defined.
-    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", api_settings.DEFAULT_THROTTLE_RATES)
-    cache.clear()  # the throttles' history; the live server shares this process's cache
+    rates(user="2/min")  # the live server shares this process's settings and cache
     headers = {**bearer(owner), "Accept": "application/json, text/event-stream"}
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     try:
