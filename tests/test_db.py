@@ -8,9 +8,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db.models import DateTimeField, ExpressionWrapper, Value
+from django.db.models.functions import Now
 
 from agentbuilder.db import _compiled, insert_new, one_model, one_row
-from agentbuilder.liveness import _lease_expiry, lease_expiry, lease_seconds
+from agentbuilder.liveness import lease_expiry, lease_seconds
 from agents.examples import CALCULATOR
 from agents.models import Agent, AgentVersion, Run
 
@@ -89,18 +91,23 @@ def test_insert_new_stores_what_save_stores(make_agent: Any, admin_user: Any) ->
 def test_an_equal_expression_is_compiled_once(make_agent: Any, admin_user: Any) -> None:
     agent = make_agent("Calculator", "tool", config=CALCULATOR["config"])
     version = agent.versions.get()
-    for seconds in (60, 60, 90):
+
+    def lease(seconds: int) -> ExpressionWrapper:  # a new object each time
+        return ExpressionWrapper(
+            Now() + Value(timedelta(seconds=seconds)), output_field=DateTimeField()
+        )
+
+    _compiled.cache_clear()
+    # The second 60 s lease is another object, equal to the first: not compiled again.
+    for seconds, compiled in ((60, 1), (60, 0), (90, 1)):
         run = Run(agent=agent, version=version, caller=admin_user, protocol="invoke")
-        run.lease_until = _lease_expiry(float(seconds))
-        before = _compiled.cache_info()
+        run.lease_until = lease(seconds)
+        before = _compiled.cache_info().misses
         insert_new(run)
-        after = _compiled.cache_info()
+        assert _compiled.cache_info().misses - before == compiled
         stored = Run.objects.get(pk=run.pk)
         # Each lease is its own length from its statement's time, whatever was compiled.
         assert abs((stored.lease_until - stored.started_at).total_seconds() - seconds) < 5
-        assert (after.hits - before.hits, after.misses - before.misses) in {(1, 0), (0, 1)}
-    assert _compiled(Run, _lease_expiry(60.0)) == _compiled(Run, _lease_expiry(60.0))
-    assert _compiled(Run, _lease_expiry(60.0)) != _compiled(Run, _lease_expiry(90.0))
 
 
 def test_a_row_of_two_models_by_prefix(make_agent: Any) -> None:
