@@ -291,6 +291,9 @@ class Run(models.Model):
     # While in progress: the process running it renews this lease; once it has run out,
     # that process is gone and any other marks the run `failed` (`interrupted`).
     lease_until = models.DateTimeField(null=True, blank=True, editable=False)
+    # Set by a cancel from any process (agents.runs.live.run_cancel); the process running
+    # the run sees it within a poll and ends the run `canceled`.
+    cancel_requested_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-started_at"]
@@ -298,6 +301,27 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.pk} ({self.status})"
+
+
+class RunEvent(models.Model):
+    """One event of a run (agents.runtime.events), in the order the run produced it, as
+    agents.runs.event_codec writes it: what a follower in any process replays
+    (agents.runs.event_log)."""
+
+    id = models.BigAutoField(primary_key=True)
+    # Indexed by the constraint below, which starts with it.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
+    index = models.PositiveIntegerField()  # from 0, the run's n-th event
+    event = models.JSONField()
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "index"], name="run_event_run_index_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"event {self.index} of run {self.run_id}"
 
 
 class McpTransport(models.TextChoices):
