@@ -283,6 +283,10 @@ MCP_ALLOWED_HOSTS = env.list("MCP_ALLOWED_HOSTS", default=[])
 MCP_ALLOW_PRIVATE_NETWORKS = env.bool("MCP_ALLOW_PRIVATE_NETWORKS", default=False)
 MCP_TIMEOUT_SECONDS = env.float("MCP_TIMEOUT_SECONDS", default=30.0)  # unregistered URLs
 MCP_TOOLS_CACHE_SECONDS = env.float("MCP_TOOLS_CACHE_SECONDS", default=30.0)
+# Browser origins (`https://app.example.com`, as the browser sends them) that may call this
+# server's own /v1/mcp; a request with any other Origin is refused (403) against DNS
+# rebinding. SDK clients send no Origin and need no entry.
+MCP_ALLOWED_ORIGINS = env.list("MCP_ALLOWED_ORIGINS", default=[])
 
 # ---------------------------------------------------------------- retrieval
 

@@ -3,10 +3,16 @@
 Before the SDK sees a request, the caller is read from the Bearer token and the request is
 throttled, as on every /v1 route: the same authentication class, the same throttles, the
 same environment rule, and their refusals in SPEC section 2's JSON (a 401 with its
-`WWW-Authenticate` challenge). The caller then travels in the ASGI scope to the handlers.
-The SDK's DNS-rebinding guard (Host and Origin lists) stays off: it protects servers that
-trust whoever reaches them; this one trusts only a Bearer token, which a rebound page in
-a browser does not have.
+`WWW-Authenticate` challenge, naming where the resource's OAuth metadata is, RFC 9728).
+The caller then travels in the ASGI scope to the handlers.
+
+Before that, the two checks against DNS rebinding (SPEC section 8, and the transport
+specification's "servers MUST validate the Origin header"): `Host` through Django's own
+ALLOWED_HOSTS check, answered as Django answers it on every other route (400), and a
+present `Origin` against MCP_ALLOWED_ORIGINS (403); SDK clients send no Origin and pass.
+The SDK has a guard of its own (TransportSecuritySettings), not used: it matches hosts
+by its own rules rather than ALLOWED_HOSTS', answers in plain text (421 for a host), and
+runs inside the transport, after authentication.
 
 Stateless: every POST stands alone (no `Mcp-Session-Id`), so the web tier keeps no state
 of its own and any worker of any host can answer any request, as DESIGN asks. Answers are
@@ -22,13 +28,17 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import io
 import json
+import logging
 import weakref
 from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import ThreadSensitiveContext
-from django.http.request import HttpHeaders
+from django.conf import settings
+from django.core.exceptions import DisallowedHost
+from django.core.handlers.asgi import ASGIRequest
 from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from rest_framework import exceptions
@@ -36,7 +46,7 @@ from rest_framework.views import APIView
 from starlette.types import Receive, Scope, Send
 
 from agentbuilder import liveness
-from agentbuilder.api.errors import exception_handler
+from agentbuilder.api.errors import BEARER_CHALLENGE, exception_handler
 from agentbuilder.api.middleware import max_body_bytes
 from agentbuilder.api.parsers import check_text
 from agentbuilder.db import in_db
@@ -47,26 +57,46 @@ from agents.api.mcp_server import CALLER_KEY, HANDLERS_KEY, server
 from agents.protocols.mcp_server.request import Caller
 
 PATH = "/v1/mcp"
+# RFC 9728's metadata of this protected resource (served from the identity issue on; until
+# then a 404, which an OAuth client reports as "no metadata").
+RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource" + PATH
+
+logger = logging.getLogger(__name__)
 
 
-class _HttpShim:
-    """What DRF's authentication and throttle classes read of a request (`META`,
-    `headers`, the user): enough to run the REST API's own classes here, unchanged."""
-
-    def __init__(self, scope: Scope) -> None:
-        self.META: dict[str, str] = {"REMOTE_ADDR": (scope.get("client") or ("", 0))[0]}
-        for key, value in scope["headers"]:
-            name = "HTTP_" + bytes(key).decode("latin-1").upper().replace("-", "_")
-            self.META[name] = bytes(value).decode("latin-1")
-        self.headers = HttpHeaders(self.META)
-        self.user: Any = None
+def request_of(scope: Scope) -> ASGIRequest:
+    """Django's reading of the request's headers (no body): its Host rules, its scheme
+    behind a proxy (SECURE_PROXY_SSL_HEADER), and what DRF's authentication and throttle
+    classes read, so the REST API's own classes run here unchanged."""
+    return ASGIRequest(scope, io.BytesIO())
 
 
-def authenticate(scope: Scope) -> Caller:
+def check_host_and_origin(request: ASGIRequest) -> None:
+    """Raises DisallowedHost for a Host that ALLOWED_HOSTS does not allow, PermissionDenied
+    for a present Origin that MCP_ALLOWED_ORIGINS does not list."""
+    try:
+        request.get_host()
+    except DisallowedHost as exc:
+        # As Django's handler logs it for every other route.
+        logging.getLogger("django.security.DisallowedHost").error(str(exc))
+        raise
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return
+    allowed = {o.strip().rstrip("/").lower() for o in settings.MCP_ALLOWED_ORIGINS}
+    if origin.strip().rstrip("/").lower() not in allowed:
+        # A browser sends Origin; a page on a site not listed may have rebound its name to
+        # this server (or be any site the user visits): it gets nothing.
+        logger.warning("MCP request from origin %r refused: not in MCP_ALLOWED_ORIGINS", origin)
+        raise exceptions.PermissionDenied(
+            f"Origin {origin!r} may not call this server (MCP_ALLOWED_ORIGINS)."
+        )
+
+
+def authenticate(request: Any) -> Caller:
     """The caller of a request, throttled. Raises DRF's AuthenticationFailed,
     NotAuthenticated or Throttled, NotFound for an environment it cannot see, Invalid for
     a header PostgreSQL could not hold."""
-    request: Any = _HttpShim(scope)
     authenticated = BearerTokenAuthentication().authenticate(request)
     if authenticated is None:
         raise exceptions.NotAuthenticated()
@@ -84,12 +114,22 @@ def authenticate(scope: Scope) -> Caller:
     return Caller(request.user, environment)
 
 
-async def refuse(exc: Exception, send: Send) -> None:
+def challenge(request: ASGIRequest) -> str:
+    """The 401's `WWW-Authenticate`: the API's Bearer challenge, with where an OAuth
+    client finds this resource's metadata (RFC 9728 section 5.1; the MCP authorization
+    specification has clients start there)."""
+    metadata = request.build_absolute_uri(RESOURCE_METADATA_PATH)
+    return f'{BEARER_CHALLENGE}, resource_metadata="{metadata}"'
+
+
+async def refuse(exc: Exception, send: Send, request: ASGIRequest | None = None) -> None:
     """The REST API's answer to `exc` (status, body, headers), sent as it would be."""
     response = exception_handler(exc, {})
     assert response is not None  # every exception refused here has an answer
     if isinstance(exc, exceptions.MethodNotAllowed):
         response["Allow"] = "POST"
+    if response.status_code == 401 and request is not None:  # its Host was checked
+        response["WWW-Authenticate"] = challenge(request)
     body = json.dumps(response.data).encode()
     headers = [
         (b"content-type", b"application/json"),
@@ -145,11 +185,17 @@ class McpEndpoint:
         # The request's sync work on one thread of its own, as Django's handler does it
         # (unless an outer context, agentbuilder.request_threads, chose one already):
         # without one, every MCP call in the process would queue on a single thread.
+        request = request_of(scope)
+        try:
+            check_host_and_origin(request)
+        except (DisallowedHost, exceptions.APIException) as exc:
+            await refuse(exc, send)
+            return
         async with ThreadSensitiveContext():
             try:
-                caller = await in_db(authenticate)(scope)
+                caller = await in_db(authenticate)(request)
             except (exceptions.APIException, DomainError, Invalid) as exc:
-                await refuse(exc, send)
+                await refuse(exc, send, request)
                 return
             if scope["method"] != "POST":
                 # Stateless: the server never speaks first, so it offers no GET stream
