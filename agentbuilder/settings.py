@@ -287,6 +287,9 @@ MCP_TOOLS_CACHE_SECONDS = env.float("MCP_TOOLS_CACHE_SECONDS", default=30.0)
 # server's own /v1/mcp; a request with any other Origin is refused (403) against DNS
 # rebinding. SDK clients send no Origin and need no entry.
 MCP_ALLOWED_ORIGINS = env.list("MCP_ALLOWED_ORIGINS", default=[])
+# A2A agent cards (GET /v1/a2a, /v1/a2a/{name}/.well-known/agent-card.json) without a token:
+# every agent of the environment, for discovery. The JSON-RPC endpoint still needs a token.
+A2A_PUBLIC_CARDS = env.bool("A2A_PUBLIC_CARDS", default=False)
 
 # ---------------------------------------------------------------- retrieval
 

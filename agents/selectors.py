@@ -447,3 +447,21 @@ def thread_runs(
     if not runs:
         raise NotFound(f"Thread '{thread_id}' not found.")
     return runs
+
+
+def environment_public(*, reference: str | None) -> Environment:
+    """The environment `reference` (name or id) names, else `default`, whoever asks: for
+    what the operator made public (A2A_PUBLIC_CARDS). Raises NotFound."""
+    if reference and reference.strip():
+        env = _by_name_or_id(Environment.objects.all(), reference.strip())
+        if env is None:
+            raise NotFound(f"Environment '{reference.strip()}' not found.")
+        return env
+    return environment_resolve(user=None, claim=None, header=None)
+
+
+def agent_list_public(*, environment: Environment) -> QuerySet[Agent]:
+    """Every live agent of `environment`, by name, whoever asks (A2A_PUBLIC_CARDS)."""
+    return Agent.objects.filter(environment=environment, deleted_at__isnull=True).order_by(
+        "name", "id"
+    )

@@ -5,6 +5,10 @@
 - `GET /v1/a2a/{name}/.well-known/agent-card.json`: one agent's card, for a caller who may
   READ or INVOKE it (404 otherwise, as on the invoke routes). `{name}` may be `name@3`,
   `name@prod`: the card and the endpoint then run that version.
+- Both card routes answer in the dialect of the `A2A-Version` header (1.x: 1.0's card, none
+  or 0.x: 0.3's, agents.protocols.a2a.card). With `A2A_PUBLIC_CARDS` they need no token and
+  show every agent of the environment (`X-Environment`, else `default`); the JSON-RPC
+  endpoint always needs one.
 - `POST /v1/a2a/{name}`: the JSON-RPC endpoint. `message/send` and `message/stream` (or
   1.0's `SendMessage`, `SendStreamingMessage`) start a run with protocol `a2a` (INVOKE: a
   403 without it); the task id is the run id, the `contextId` the run's thread (the
@@ -13,6 +17,10 @@
   the run goes on without the request, for the client to poll. `tasks/get` (`GetTask`) reads
   the caller's runs of the agent (every caller's with AUDIT); `tasks/cancel` (`CancelTask`)
   cancels the caller's own run while it runs (agents.protocols.a2a.running for its scope).
+  `ListTasks` (1.0 only: 0.3 has no `tasks/list`) pages the tasks `tasks/get` would read
+  that were started over A2A, newest first. `GetExtendedAgentCard`
+  (`agent/getAuthenticatedExtendedCard`) is the card with the caller's own view. The
+  push-notification config methods answer -32003: no webhooks yet.
   The endpoint is a 404, before its body is read, for a caller who may neither READ nor
   INVOKE the agent (AUDIT alone reads runs through /v1/runs).
 
@@ -33,17 +41,20 @@ from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import (
     A2AError,
     InternalError,
+    PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db.models import Q
 from django.http import JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
+from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from agentbuilder.api.parsers import RequestTooLarge
@@ -56,21 +67,24 @@ from agents.api.views import ENVIRONMENT
 from agents.configs import config_parse
 from agents.models import Agent, AgentVersion, Run, RunStatus
 from agents.permissions import Action
-from agents.protocols.a2a.card import agent_card, card_json
-from agents.protocols.a2a.dialects import Method
+from agents.protocols.a2a.card import agent_card, card_json, extended_card
+from agents.protocols.a2a.dialects import Dialect, Method, card_dialect
 from agents.protocols.a2a.encoder import (
     KEEPALIVE,
+    STATES,
     SseEncoder,
     TaskEncoder,
     response,
     result_json,
     run_task,
     send_result,
+    tasks_page,
 )
 from agents.protocols.a2a.errors import Path, error_body, from_invalid, invalid_params
 from agents.protocols.a2a.request import (
     PARTS,
     Call,
+    Cursor,
     RpcRefusal,
     call_parse,
     chat_messages,
@@ -84,6 +98,8 @@ from agents.runs.start import Invocation, TemplateOverLimit, invocation_start
 PROTOCOL = "a2a"
 ROUTE = "/v1/a2a"
 KEEPALIVE_SECONDS = 15.0
+EXTENDED_VERSIONS = 20  # the newest versions the extended card names
+VERSION_HEADER = "A2A-Version"
 AGENT_NAME = OpenApiParameter(
     "name", str, OpenApiParameter.PATH, description="Agent name, or `name@version`."
 )
@@ -111,23 +127,55 @@ def _agent_seen(view: AsyncApiView, name: str) -> Agent:
         return selectors.agent_get_by_name(user=user, environment=environment, name=name)
 
 
-def _card(request: Request, agent: Agent, version: AgentVersion, reference: str) -> dict[str, Any]:
+def _endpoint_url(request: Request, reference: str) -> str:
+    return request.build_absolute_uri(f"{ROUTE}/{quote(reference, safe='@')}")
+
+
+def _card(request: Request, agent: Agent, version: AgentVersion, reference: str) -> pb.AgentCard:
     """The card of `version`, its endpoint named by `reference` (`name`, `name@prod`)."""
-    card = agent_card(
+    return agent_card(
         name=agent.name,
         description=agent.description,
         agent_type=agent.agent_type,
         config=config_parse(agent.agent_type, version.config),
         version=version.number,
-        url=request.build_absolute_uri(f"{ROUTE}/{quote(reference, safe='@')}"),
+        url=_endpoint_url(request, reference),
         docs_url=request.build_absolute_uri("/v1/docs"),
     )
-    return card_json(card)
 
 
-class A2AAgentListView(AsyncApiView):
+def _card_answer(request: Request, body: dict[str, Any]) -> JsonResponse:
+    # One URL, two shapes: a cache must key on the header that chose it.
+    return JsonResponse(body, headers={"Vary": VERSION_HEADER})
+
+
+class _PublicCards(BasePermission):
+    """A token, unless the operator made the cards public (A2A_PUBLIC_CARDS)."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return bool(settings.A2A_PUBLIC_CARDS or (request.user and request.user.is_authenticated))
+
+
+class _CardView(AsyncApiView):
     content_negotiation_class = _JsonAnswers
+    permission_classes = [_PublicCards]
 
+    @property
+    def public(self) -> bool:
+        return bool(settings.A2A_PUBLIC_CARDS)
+
+    @property
+    def card_environment(self) -> Any:
+        if self.request.user is None:  # no token: A2A_PUBLIC_CARDS let it in
+            return selectors.environment_public(reference=self.request.headers.get("X-Environment"))
+        return self.environment
+
+    @property
+    def dialect(self) -> Dialect:
+        return card_dialect(self.request.headers.get(VERSION_HEADER))
+
+
+class A2AAgentListView(_CardView):
     @extend_schema(
         operation_id="a2a_agents_list",
         parameters=[ENVIRONMENT],
@@ -145,24 +193,25 @@ class A2AAgentListView(AsyncApiView):
         "Bearer token it takes.",
     )
     async def get(self, request: Request) -> HttpResponseBase:
-        return JsonResponse(await in_db(self._list)())
+        return _card_answer(request, await in_db(self._list)())
 
     def _list(self) -> dict[str, Any]:
+        environment = self.card_environment
         agents = list(
-            selectors.agent_list_invocable(user=self.request.user, environment=self.environment)
+            selectors.agent_list_public(environment=environment)
+            if self.public
+            else selectors.agent_list_invocable(user=self.request.user, environment=environment)
         )
         versions = selectors.latest_versions(agent_ids=[a.pk for a in agents])
         cards = [
-            _card(self.request, agent, versions[agent.pk], agent.name)
+            card_json(_card(self.request, agent, versions[agent.pk], agent.name), self.dialect)
             for agent in agents
             if agent.pk in versions
         ]
         return {"agents": cards}
 
 
-class A2AAgentCardView(AsyncApiView):
-    content_negotiation_class = _JsonAnswers
-
+class A2AAgentCardView(_CardView):
     @extend_schema(
         operation_id="a2a_agent_card",
         parameters=[AGENT_NAME, ENVIRONMENT],
@@ -173,13 +222,20 @@ class A2AAgentCardView(AsyncApiView):
         "is the card of that version, its endpoint running it.",
     )
     async def get(self, request: Request, name: str) -> HttpResponseBase:
-        return JsonResponse(await in_db(self._get)(name))
+        return _card_answer(request, await in_db(self._get)(name))
 
     def _get(self, reference: str) -> dict[str, Any]:
         name, version_ref = _reference(reference)
-        agent = _agent_seen(self, name)
+        agent = self._public_agent(name) if self.public else _agent_seen(self, name)
         version = selectors.version_to_run(agent=agent, ref=version_ref)
-        return _card(self.request, agent, version, reference)
+        return card_json(_card(self.request, agent, version, reference), self.dialect)
+
+    def _public_agent(self, name: str) -> Agent:
+        environment = self.card_environment
+        agent_id = selectors.agent_id_by_name(environment=environment, name=name)
+        if agent_id is None:
+            raise NotFound(f"Agent '{name}' in environment '{environment.name}' not found.")
+        return Agent.objects.get(pk=agent_id)
 
 
 def _reference(reference: str) -> tuple[str, str]:
@@ -232,6 +288,18 @@ class A2AEndpointView(AsyncApiView):
             return _Started(call, result=result_json(task, call.dialect))
         if call.method is Method.CANCEL:
             return _Started(call, cancel=self._cancelable(call, agent_id))
+        if call.method is Method.LIST:
+            return _Started(call, result=self._list(call, agent_id))
+        if call.method is Method.EXTENDED_CARD:
+            card = self._extended_card(agent_id, invocable, version_ref, reference)
+            return _Started(call, result=card_json(card, call.dialect))
+        if call.method is Method.PUSH_CONFIG:
+            raise call.refusal(
+                PushNotificationNotSupportedError(
+                    "Push notifications are not supported yet (webhooks come in a later "
+                    "release): stream the task, or poll it with tasks/get (GetTask)"
+                )
+            )
         if invocable is None:
             raise PermissionDenied(
                 f"You do not have {Action.INVOKE.name} permission on this agent."
@@ -268,6 +336,70 @@ class A2AEndpointView(AsyncApiView):
         if run is None:
             raise call.refusal(TaskNotFoundError(f"Task '{task_id}' not found"))
         return run
+
+    def _list(self, call: Call, agent_id: uuid.UUID) -> dict[str, Any]:
+        """ListTasks: a page of the runs `tasks/get` would read that were started over A2A,
+        newest first by (started_at, id), in two queries (the count, the page)."""
+        listing = call.listing
+        assert listing is not None
+        runs = selectors.runs_visible(user=self.request.user, environment=self.environment)
+        runs = runs.filter(agent_id=agent_id, protocol=PROTOCOL)
+        if listing.context_id:
+            runs = runs.filter(thread_id=listing.context_id)
+        if listing.state:
+            runs = runs.filter(status__in=[s for s, t in STATES.items() if t == listing.state])
+        if listing.status_after is not None:  # the status' timestamp: its end, or its start
+            at = listing.status_after
+            runs = runs.filter(
+                Q(completed_at__gte=at) | Q(completed_at__isnull=True, started_at__gte=at)
+            )
+        total = runs.count()
+        if listing.after is not None:
+            after = listing.after
+            runs = runs.filter(
+                Q(started_at__lt=after.started_at)
+                | Q(started_at=after.started_at, pk__lt=after.run_id)
+            )
+        rows = list(runs.defer("steps").order_by("-started_at", "-id")[: listing.page_size + 1])
+        page = rows[: listing.page_size]
+        more = len(rows) > listing.page_size
+        tasks = [run_task(run, call.history_length) for run in page]
+        if not listing.include_artifacts:  # the specification's default: smaller pages
+            for task in tasks:
+                task.ClearField("artifacts")
+        token = Cursor(page[-1].started_at, page[-1].pk).token() if more else ""
+        return tasks_page(tasks, token, listing.page_size, total)
+
+    def _extended_card(
+        self, agent_id: uuid.UUID, invocable: Agent | None, version_ref: str, reference: str
+    ) -> pb.AgentCard:
+        """The card of the endpoint's version with what this caller may call on the agent."""
+        agent = invocable or selectors.agent_get(
+            user=self.request.user, environment=self.environment, agent_id=agent_id
+        )
+        version = selectors.version_to_run(agent=agent, ref=version_ref)
+        request = self.request
+        versions = list(selectors.version_list(agent=agent)[:EXTENDED_VERSIONS])
+        view = {
+            "canInvoke": invocable is not None,
+            "versions": [
+                {
+                    "version": v.number,
+                    "label": v.version_label,
+                    "url": _endpoint_url(request, f"{agent.name}@{v.number}"),
+                }
+                for v in versions
+            ],
+            "aliases": [
+                {
+                    "name": alias.name,
+                    "version": alias.version.number,
+                    "url": _endpoint_url(request, f"{agent.name}@{alias.name}"),
+                }
+                for alias in selectors.alias_list(agent=agent)
+            ],
+        }
+        return extended_card(_card(request, agent, version, reference), view)
 
     def _cancelable(self, call: Call, agent_id: uuid.UUID) -> Run:
         run = self._run_of(call, agent_id, call.task_id)

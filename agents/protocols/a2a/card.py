@@ -2,9 +2,16 @@
 settings or its input schema), where its JSON-RPC endpoint is (both dialects, one URL) and
 how to authenticate (the API's Bearer token).
 
-Served as the SDK serves cards (`agent_card_to_dict`): the 1.0 card with 0.3's fields
-(`url`, `protocolVersion`, `preferredTransport`, `security`) merged in, so clients of
-either version read it.
+One card, written in the dialect the client speaks (agents.protocols.a2a.dialects.card_dialect):
+1.0's protobuf JSON (`securitySchemes.bearer.httpAuthSecurityScheme`, `securityRequirements`,
+`capabilities.extendedAgentCard`), or 0.3's JSON Schema shape (`securitySchemes.bearer.type`
+"http", `security`, `url`, `supportsAuthenticatedExtendedCard`) with 1.0's
+`supportedInterfaces` beside it, as @a2a-js/sdk's server writes it, so a 1.0 client that sends
+no version header still finds the 1.0 interface. Never a mix of the two in one object.
+
+The extended card (`GetExtendedAgentCard`, `agent/getAuthenticatedExtendedCard`) is the card
+with one extension, EXTENDED_URI, whose params are the caller's own view: whether it may
+invoke the agent, and the versions and aliases it may call, each with its endpoint.
 """
 
 from __future__ import annotations
@@ -12,8 +19,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.compat.v0_3 import conversions
 from a2a.types import a2a_pb2 as pb
+from google.protobuf.json_format import MessageToDict
 
 from agents.configs import AgentConfig, McpTool, TaskAgentConfig, ToolAgentConfig
 from agents.protocols.a2a.dialects import Dialect
@@ -23,6 +31,7 @@ MODES_OUT = ["text/plain", "application/json"]
 BEARER = "bearer"
 RAG_SKILL = "Answers questions from the environment's documents and names its sources."
 SCHEMA_CHARS = 2000  # of a task agent's inputSchema in its skill's description
+EXTENDED_URI = "urn:agentbuilder:a2a:caller-view"
 
 
 def agent_card(
@@ -45,7 +54,12 @@ def agent_card(
         ],
         version=str(version),
         documentation_url=docs_url,
-        capabilities=pb.AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=pb.AgentCapabilities(
+            # No webhooks yet: the push-notification config methods answer -32003.
+            streaming=True,
+            push_notifications=False,
+            extended_agent_card=True,
+        ),
         security_schemes={
             BEARER: pb.SecurityScheme(
                 http_auth_security_scheme=pb.HTTPAuthSecurityScheme(
@@ -99,5 +113,28 @@ def skills(
     ]
 
 
-def card_json(card: pb.AgentCard) -> dict[str, Any]:
-    return agent_card_to_dict(card)
+def extended_card(card: pb.AgentCard, view: dict[str, Any]) -> pb.AgentCard:
+    """`card` with the caller's view (`{"canInvoke", "versions", "aliases"}`) as the params
+    of the EXTENDED_URI extension: what the public card cannot say, since it is the same
+    for every reader."""
+    extended = pb.AgentCard()
+    extended.CopyFrom(card)
+    extension = pb.AgentExtension(
+        uri=EXTENDED_URI,
+        description="What this caller may do with the agent: canInvoke, and the versions "
+        "and aliases it may call, each with its JSON-RPC endpoint.",
+        required=False,
+    )
+    extension.params.update(view)
+    extended.capabilities.extensions.append(extension)
+    return extended
+
+
+def card_json(card: pb.AgentCard, dialect: Dialect) -> dict[str, Any]:
+    """The card as a client of `dialect` reads it."""
+    if dialect is Dialect.V1:
+        return MessageToDict(card)
+    legacy = conversions.to_compat_agent_card(card)
+    body: dict[str, Any] = legacy.model_dump(mode="json", by_alias=True, exclude_none=True)
+    body["supportedInterfaces"] = MessageToDict(card)["supportedInterfaces"]
+    return body

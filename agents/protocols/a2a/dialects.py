@@ -18,6 +18,9 @@ class Method(Enum):
     STREAM = "stream"
     GET = "get"
     CANCEL = "cancel"
+    LIST = "list"  # 1.0 only: 0.3 has no tasks/list (its JSON Schema, the SDKs' 0.3 layers)
+    PUSH_CONFIG = "push-config"  # any of the four push-notification config methods
+    EXTENDED_CARD = "extended-card"
 
 
 METHODS: dict[str, tuple[Dialect, Method]] = {
@@ -25,13 +28,33 @@ METHODS: dict[str, tuple[Dialect, Method]] = {
     "SendStreamingMessage": (Dialect.V1, Method.STREAM),
     "GetTask": (Dialect.V1, Method.GET),
     "CancelTask": (Dialect.V1, Method.CANCEL),
+    "ListTasks": (Dialect.V1, Method.LIST),
+    "CreateTaskPushNotificationConfig": (Dialect.V1, Method.PUSH_CONFIG),
+    "GetTaskPushNotificationConfig": (Dialect.V1, Method.PUSH_CONFIG),
+    "ListTaskPushNotificationConfigs": (Dialect.V1, Method.PUSH_CONFIG),
+    "DeleteTaskPushNotificationConfig": (Dialect.V1, Method.PUSH_CONFIG),
+    "GetExtendedAgentCard": (Dialect.V1, Method.EXTENDED_CARD),
     "message/send": (Dialect.V03, Method.SEND),
     "message/stream": (Dialect.V03, Method.STREAM),
     "tasks/get": (Dialect.V03, Method.GET),
     "tasks/cancel": (Dialect.V03, Method.CANCEL),
+    "tasks/pushNotificationConfig/set": (Dialect.V03, Method.PUSH_CONFIG),
+    "tasks/pushNotificationConfig/get": (Dialect.V03, Method.PUSH_CONFIG),
+    "tasks/pushNotificationConfig/list": (Dialect.V03, Method.PUSH_CONFIG),
+    "tasks/pushNotificationConfig/delete": (Dialect.V03, Method.PUSH_CONFIG),
+    "agent/getAuthenticatedExtendedCard": (Dialect.V03, Method.EXTENDED_CARD),
 }
 
 
 def dialect_of(method: str) -> Dialect:
     """The dialect an unknown method's refusal is written in: 0.3's names have a slash."""
     return Dialect.V03 if "/" in method else Dialect.V1
+
+
+def card_dialect(version: str | None) -> Dialect:
+    """The dialect a card is written in for a client that sent `A2A-Version: version`: 1.0's
+    (protobuf JSON) for 1.x and later, 0.3's (JSON Schema) for 0.x or no header, as a 1.0
+    server assumes 0.3 of a client that names no version (@a2a-js/sdk's server answers its
+    cards so, `Vary: A2A-Version`)."""
+    major = (version or "").strip().split(".")[0]
+    return Dialect.V1 if major.isdigit() and int(major) >= 1 else Dialect.V03

@@ -335,3 +335,17 @@ class SseEncoder:
             sse(response(self.request_id, result_json(update, self.dialect)))
             for update in self.tasks.updates(event)
         ]
+
+
+def tasks_page(tasks: list[pb.Task], next_token: str, page_size: int, total: int) -> dict[str, Any]:
+    """ListTasks' result, every field the specification requires written even when empty
+    (protobuf JSON leaves out an empty list, an empty string and a zero)."""
+    page = pb.ListTasksResponse(
+        tasks=tasks, next_page_token=next_token, page_size=page_size, total_size=total
+    )
+    body: dict[str, Any] = whole_numbers(MessageToDict(page))
+    body.setdefault("tasks", [])
+    body.setdefault("nextPageToken", "")
+    body.setdefault("pageSize", page_size)
+    body.setdefault("totalSize", total)
+    return body

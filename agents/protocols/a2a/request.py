@@ -12,8 +12,12 @@ Every refusal is an A2A error (agents.protocols.a2a.errors) naming the params pa
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from a2a.compat.v0_3 import conversions
@@ -21,6 +25,7 @@ from a2a.compat.v0_3 import types as v03
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import (
     A2AError,
+    ContentTypeNotSupportedError,
     InvalidRequestError,
     JSONParseError,
     MethodNotFoundError,
@@ -37,6 +42,8 @@ from agents.protocols.a2a.dialects import METHODS, Dialect, Method, dialect_of
 from agents.protocols.a2a.errors import Path, RequestId, invalid_params
 
 MAX_HISTORY = 1000
+PAGE_SIZE = 50  # ListTasks without pageSize, as the specification has it
+MAX_PAGE_SIZE = 100  # the specification's bound
 
 
 class RpcRefusal(Exception):
@@ -48,6 +55,44 @@ class RpcRefusal(Exception):
 
 
 @dataclass(frozen=True)
+class Listing:
+    """A ListTasks query, read: filters, and where its page starts."""
+
+    context_id: str
+    state: int  # a TaskState; TASK_STATE_UNSPECIFIED: any
+    page_size: int
+    after: Cursor | None  # the page starts after this task, newest first
+    include_artifacts: bool
+    status_after: datetime | None  # statusTimestampAfter
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """The last task of a page: where the next one starts. Runs are listed newest first by
+    (started_at, id), which never changes once a run exists, so a page never repeats or
+    skips a task that was there when the first page was read."""
+
+    started_at: datetime
+    run_id: uuid.UUID
+
+    def token(self) -> str:
+        raw = json.dumps([self.started_at.isoformat(), str(self.run_id)]).encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    @staticmethod
+    def of(token: str) -> Cursor:
+        """Raises InvalidParams at params.pageToken for a token this server did not write."""
+        try:
+            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+            started_at, run_id = json.loads(raw)
+            return Cursor(datetime.fromisoformat(started_at), uuid.UUID(run_id))
+        except (binascii.Error, ValueError, TypeError):
+            raise invalid_params(
+                [(("params", "pageToken"), "not a pageToken of this server's ListTasks")]
+            ) from None
+
+
+@dataclass(frozen=True)
 class Call:
     """One JSON-RPC call, read."""
 
@@ -56,7 +101,8 @@ class Call:
     method: Method
     message: pb.Message | None = None  # send, stream
     task_id: str = ""  # get, cancel
-    history_length: int | None = None  # get
+    history_length: int | None = None  # get, list
+    listing: Listing | None = None  # list
     # send: answer at once with the working task, the run going on (the client polls it)
     returns_at_once: bool = False
 
@@ -134,6 +180,10 @@ def speaks(dialect: Dialect, version: str) -> bool:
 
 def _read(call: Call, params: dict[str, Any]) -> Call:
     sending = call.method in (Method.SEND, Method.STREAM)
+    if call.method in (Method.PUSH_CONFIG, Method.EXTENDED_CARD):
+        return call  # answered whatever the params say
+    if call.method is Method.LIST:  # 1.0 only (dialects)
+        return _listing(call, _proto(params, pb.ListTasksRequest()), params)
     if call.dialect is Dialect.V1:
         if sending:
             send = _proto(params, pb.SendMessageRequest())
@@ -160,7 +210,39 @@ def _read(call: Call, params: dict[str, Any]) -> Call:
     return _with_task(call, _pydantic(v03.TaskIdParams, params).id, None)
 
 
+def _listing(call: Call, query: pb.ListTasksRequest, params: dict[str, Any]) -> Call:
+    if params.get("status") not in (None, 0, "TASK_STATE_UNSPECIFIED") and not query.status:
+        # ParseDict drops an enum name it does not know: it would list every state.
+        names = ", ".join(v.name for v in pb.TaskState.DESCRIPTOR.values if v.number)
+        raise invalid_params([(("params", "status"), f"status is one of: {names}")])
+    page_size = query.page_size if query.HasField("page_size") else PAGE_SIZE
+    if not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise invalid_params(
+            [(("params", "pageSize"), f"pageSize is between 1 and {MAX_PAGE_SIZE}")]
+        )
+    length = query.history_length if query.HasField("history_length") else None
+    if length is not None and not 0 <= length <= MAX_HISTORY:
+        raise invalid_params(
+            [(("params", "historyLength"), f"historyLength is between 0 and {MAX_HISTORY}")]
+        )
+    listing = Listing(
+        context_id=query.context_id,
+        state=query.status,
+        page_size=page_size,
+        after=Cursor.of(query.page_token) if query.page_token else None,
+        include_artifacts=query.include_artifacts,
+        status_after=(
+            query.status_timestamp_after.ToDatetime(tzinfo=UTC)
+            if query.HasField("status_timestamp_after")
+            else None
+        ),
+    )
+    return Call(call.request_id, call.dialect, call.method, history_length=length, listing=listing)
+
+
 def _with_message(call: Call, message: pb.Message, at_once: bool) -> Call:
+    if not message.message_id:  # 0.3's model requires it; 1.0's proto marks it REQUIRED
+        raise invalid_params([(("params", "message", "messageId"), "a messageId is required")])
     if message.role != pb.ROLE_USER:
         raise invalid_params([(("params", "message", "role"), "the message's role must be user")])
     if not message.parts:
@@ -223,8 +305,12 @@ def chat_messages(message: pb.Message) -> tuple[Message, ...]:
             texts.append(part.text)
         elif kind == "data":
             texts.append(json.dumps(part_data(part), ensure_ascii=False))
-        else:
-            raise invalid_params([((*PARTS, index), "only text and data parts are read")])
+        else:  # a file: bytes (1.0 `raw`, 0.3 FileWithBytes) or a URL
+            raise ContentTypeNotSupportedError(
+                f"Part {index} is a file ({part.media_type or 'no media type'}): this agent "
+                "reads text and data parts",
+                data={"path": [*PARTS, index], "mediaType": part.media_type},
+            )
     text = "\n".join(t for t in texts if t.strip())
     if not text:
         raise invalid_params([(PARTS, "send the question as a text part")])

@@ -65,7 +65,7 @@ def test_a_batch_or_a_bad_envelope_is_an_invalid_request(
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("method", ["tasks/resubscribe", "ListTasks", "nope"])
+@pytest.mark.parametrize("method", ["tasks/list", "nope"])  # 0.3 has no tasks/list
 def test_an_unsupported_method_is_method_not_found(
     owner_client: APIClient, calculator: Agent, method: str
 ) -> None:
@@ -81,10 +81,7 @@ def test_an_unsupported_method_is_method_not_found(
         (legacy(), ["params", "message", "parts"]),
         (legacy({"kind": "text", "text": "hi"}, role="agent"), ["params", "message", "role"]),
         (legacy({"kind": "text", "text": "  "}), ["params", "message", "parts"]),
-        (
-            legacy({"kind": "file", "file": {"uri": "https://example.invalid/a.pdf"}}),
-            ["params", "message", "parts", 0],
-        ),
+        (legacy({"kind": "text", "text": "hi"}, messageId=""), ["params", "message", "messageId"]),
     ],
 )
 def test_bad_params_are_invalid_params_naming_the_field_and_start_no_run(
@@ -111,6 +108,91 @@ def test_a_10_error_carries_the_path_in_the_sdks_error_details(
     assert bad_request["fieldViolations"] == [
         {"field": "params.message.role", "description": "the message's role must be user"}
     ]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("message_id", [None, ""])
+def test_a_10_send_without_a_message_id_is_invalid_params_naming_it(
+    owner_client: APIClient, calculator: Agent, message_id: str | None
+) -> None:
+    message: dict[str, Any] = {"role": "ROLE_USER", "parts": [{"text": "What is 3 x 5?"}]}
+    if message_id is not None:
+        message["messageId"] = message_id
+    refused = error(rpc(owner_client, "SendMessage", {"message": message}))
+
+    assert refused["code"] == -32602
+    assert refused["data"][0]["metadata"]["path"] == ["params", "message", "messageId"]
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("method", "part"),
+    [
+        ("SendMessage", {"raw": "JVBERi0=", "mediaType": "application/pdf", "filename": "a.pdf"}),
+        ("SendMessage", {"url": "https://example.invalid/a.png", "mediaType": "image/png"}),
+        ("message/send", {"kind": "file", "file": {"uri": "https://example.invalid/a.pdf"}}),
+        ("message/send", {"kind": "file", "file": {"bytes": "JVBERi0=", "mimeType": "x/y"}}),
+    ],
+)
+def test_a_part_the_agent_cannot_read_is_content_type_not_supported(
+    owner_client: APIClient, calculator: Agent, method: str, part: dict[str, Any]
+) -> None:
+    text = {"text": "and this"} if method == "SendMessage" else {"kind": "text", "text": "and"}
+    if method == "SendMessage":
+        params = {"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [text, part]}}
+    else:
+        params = legacy(text, part)
+    refused = error(rpc(owner_client, method, params))
+
+    assert refused["code"] == -32005
+    data = refused["data"] if method == "message/send" else refused["data"][0]["metadata"]
+    assert data["path"] == ["params", "message", "parts", 1]
+    assert "reads text and data parts" in refused["message"]
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "method",
+    [
+        "CreateTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "DeleteTaskPushNotificationConfig",
+        "tasks/pushNotificationConfig/set",
+        "tasks/pushNotificationConfig/get",
+        "tasks/pushNotificationConfig/list",
+        "tasks/pushNotificationConfig/delete",
+    ],
+)
+def test_the_push_notification_methods_are_not_supported_yet(
+    owner_client: APIClient, calculator: Agent, method: str
+) -> None:
+    refused = error(rpc(owner_client, method, {"id": "t-1", "taskId": "t-1"}))
+
+    assert refused["code"] == -32003
+    assert "webhooks" in refused["message"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("params", "path"),
+    [
+        ({"pageSize": 0}, ["params", "pageSize"]),
+        ({"pageSize": 101}, ["params", "pageSize"]),
+        ({"historyLength": -1}, ["params", "historyLength"]),
+        ({"pageToken": "not-ours"}, ["params", "pageToken"]),
+        ({"status": "working"}, ["params", "status"]),
+    ],
+)
+def test_list_tasks_refuses_bad_paging_naming_the_field(
+    owner_client: APIClient, calculator: Agent, params: dict[str, Any], path: list[Any]
+) -> None:
+    refused = error(rpc(owner_client, "ListTasks", params))
+
+    assert refused["code"] == -32602
+    assert refused["data"][0]["metadata"]["path"] == path
 
 
 @pytest.mark.django_db
