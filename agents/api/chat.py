@@ -16,6 +16,7 @@ connection.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -55,7 +56,7 @@ from agents.protocols.chat_completions.request import (
 )
 from agents.runs.request import CHAT_TYPES, RunRequest
 from agents.runs.start import Invocation, invocation_start
-from agents.runtime.events import ResponseFailed
+from agents.runtime.events import Event, ResponseFailed
 
 KEEPALIVE_SECONDS = 15.0
 PROTOCOL = "chat.completions"
@@ -109,27 +110,49 @@ class OpenAIAnswers:
 class _ChatCompletionsBase(OpenAIAnswers, AsyncApiView):
     route = "/chat/completions"
     upstream = True
+    request_class: type[ChatCompletionRequest] = ChatCompletionRequest
 
     async def complete(self, agent_id: uuid.UUID | None, version_ref: str) -> Any:
         body, invocation = await in_db(self._start)(agent_id, version_ref)
         if body.stream:
-            encoder = ChunkEncoder(
-                include_usage=body.include_usage,
-                answer_tools=_answer_tools(invocation),
-                answered_by=invocation.answered_by,
-            )
             return streamed(
                 invocation,
-                encoder.encode,
+                self.encoder(body, invocation),
                 "text/event-stream",
                 keepalive=(KEEPALIVE_SECONDS, KEEPALIVE),
             )
-        return await _completion(invocation)
+        events = await collected_events(invocation)
+        headers = run_headers(invocation)
+        last = events[-1]
+        if isinstance(last, ResponseFailed):
+            status, failure, extra = failed_answer(last)
+            return Response(failure, status=status, headers={**headers, **extra})
+        return Response(self.answer(body, invocation, events), headers=headers)
+
+    def encoder(
+        self, body: ChatCompletionRequest, invocation: Invocation
+    ) -> Callable[[Event], list[bytes]]:
+        """The seed's layout: every message of the turn in chunks of its own."""
+        encoder = ChunkEncoder(
+            include_usage=body.include_usage,
+            answer_tools=answer_tools(invocation),
+            answered_by=invocation.answered_by,
+        )
+        return encoder.encode
+
+    def answer(
+        self, body: ChatCompletionRequest, invocation: Invocation, events: list[Event]
+    ) -> dict[str, Any]:
+        return completion_body(events, answered_by=invocation.answered_by)
+
+    def run_request(self, body: ChatCompletionRequest) -> dict[str, Any]:
+        """What this route's body adds to the RunRequest, past what every route reads."""
+        return {}
 
     def _start(
         self, agent_id: uuid.UUID | None, version_ref: str
     ) -> tuple[ChatCompletionRequest, Invocation]:
-        body = self.body(ChatCompletionRequest)
+        body = self.body(self.request_class)
         messages = body.runtime_messages()
         user, environment = self.request.user, self.environment
         if agent_id is None:
@@ -159,26 +182,18 @@ class _ChatCompletionsBase(OpenAIAnswers, AsyncApiView):
                 # model: `iteration_limit` rounds of tools, then the model may still answer.
                 max_iterations=body.iteration_limit + 1,
                 mcp_servers=mcp_requests(body),
+                **self.run_request(body),
             )
         )
         return body, invocation
 
 
-def _answer_tools(invocation: Invocation) -> frozenset[str]:
+def answer_tools(invocation: Invocation) -> frozenset[str]:
+    """The agent's structured_output tools: a call of one may be its answer."""
     config = invocation.spec.config
     if not isinstance(config, ToolAgentConfig):
         return frozenset()
     return frozenset(t.name for t in config.tools if isinstance(t, StructuredOutputTool))
-
-
-async def _completion(invocation: Invocation) -> Response:
-    events = await collected_events(invocation)
-    headers = run_headers(invocation)
-    last = events[-1]
-    if isinstance(last, ResponseFailed):
-        status, body, extra = failed_answer(last)
-        return Response(body, status=status, headers={**headers, **extra})
-    return Response(completion_body(events, answered_by=invocation.answered_by), headers=headers)
 
 
 COMPLETION_REQUEST = OpenApiExample(

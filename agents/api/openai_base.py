@@ -3,14 +3,18 @@ with `base_url=".../v1/openai"`.
 
 `GET models` lists the agents the caller may invoke as OpenAI models (an agent's name is
 the `model` of a chat completion), `GET models/{model}` is one of them, and
-`POST chat/completions` is `/v1/chat/completions`. Every error is OpenAI's error body.
+`POST chat/completions` runs the agent `model` names as `/v1/chat/completions` does, but
+answers with OpenAI's semantics (agents.protocols.openai): one assistant message, the
+same streamed or not, the agent's own tool activity only in `agentbuilder` extension
+objects, and the client's `tools` beside the agent's. Every error is OpenAI's error body.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from pydantic import BaseModel
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,10 +23,20 @@ from agentbuilder.api.views import AsyncApiView, render
 from agentbuilder.db import in_db
 from agentbuilder.errors import NotFound
 from agents import selectors
-from agents.api.chat import ANSWERS, COMPLETION_REQUEST, ModelChatCompletionsView, OpenAIAnswers
+from agents.api.chat import (
+    ANSWERS,
+    COMPLETION_REQUEST,
+    ModelChatCompletionsView,
+    OpenAIAnswers,
+    answer_tools,
+)
 from agents.api.views import ENVIRONMENT
 from agents.models import Agent
 from agents.protocols.chat_completions.request import ChatCompletionRequest
+from agents.protocols.openai.encoder import MessageEncoder, completion_body
+from agents.protocols.openai.request import OpenAIChatCompletionRequest
+from agents.runs.start import Invocation
+from agents.runtime.events import Event
 
 
 class OpenAIModel(BaseModel):
@@ -86,15 +100,75 @@ class OpenAIModelDetailView(OpenAIAnswers, AsyncApiView):
         return render(OpenAIModel.of(agent))
 
 
+CLIENT_TOOL_REQUEST = OpenApiExample(
+    "client tool",
+    summary="A tool the client runs: a call of it ends the completion with `tool_calls`",
+    value={
+        "model": "calculator",
+        "messages": [{"role": "user", "content": 'What is the weather in "Paris"?'}],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": "The weather in a city",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"city": {"type": "string"}},
+                        "required": ["city"],
+                    },
+                },
+            }
+        ],
+    },
+    request_only=True,
+)
+
+
 class OpenAIChatCompletionsView(ModelChatCompletionsView):
+    request_class = OpenAIChatCompletionRequest
+
     @extend_schema(
         operation_id="openai_chat_completions",
         parameters=[ENVIRONMENT],
-        request=ChatCompletionRequest,
-        examples=[COMPLETION_REQUEST],
+        request=OpenAIChatCompletionRequest,
+        examples=[COMPLETION_REQUEST, CLIENT_TOOL_REQUEST],
         responses=ANSWERS,
         tags=["openai"],
         summary="OpenAI chat completions with the agent that `model` names",
     )
     async def post(self, request: Request) -> Any:
         return await super().post(request)
+
+    def run_request(self, body: ChatCompletionRequest) -> dict[str, Any]:
+        assert isinstance(body, OpenAIChatCompletionRequest)
+        return {
+            "client_tools": body.client_tools(),
+            "tool_choice": body.run_tool_choice(),
+            "parallel_tool_calls": body.parallel_tool_calls is not False,
+        }
+
+    def encoder(
+        self, body: ChatCompletionRequest, invocation: Invocation
+    ) -> Callable[[Event], list[bytes]]:
+        encoder = MessageEncoder(
+            include_usage=body.include_usage,
+            client_tools=_client_tools(invocation),
+            answer_tools=answer_tools(invocation),
+            answered_by=invocation.answered_by,
+        )
+        return encoder.encode
+
+    def answer(
+        self, body: ChatCompletionRequest, invocation: Invocation, events: list[Event]
+    ) -> dict[str, Any]:
+        return completion_body(
+            events,
+            client_tools=_client_tools(invocation),
+            answer_tools=answer_tools(invocation),
+            answered_by=invocation.answered_by,
+        )
+
+
+def _client_tools(invocation: Invocation) -> frozenset[str]:
+    return frozenset(tool.name for tool in invocation.run_input.client_tools)

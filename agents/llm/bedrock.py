@@ -92,6 +92,10 @@ def converse_request(request: ModelRequest) -> dict[str, Any]:
         tool_config: dict[str, Any] = {"tools": [_tool(spec) for spec in request.tools]}
         if request.force_tool:
             tool_config["toolChoice"] = {"tool": {"name": request.force_tool}}
+        elif request.tool_choice == "required":
+            tool_config["toolChoice"] = {"any": {}}
+        # Converse has no "none" and no parallel switch: the runtime drops the calls a
+        # "none" answer makes anyway, and keeps the first call of a non-parallel one.
         kwargs["toolConfig"] = tool_config
     return kwargs
 

@@ -9,7 +9,10 @@ for (`ModelRequest.purpose`), never by the wording of a prompt:
   otherwise it picks a tool by word overlap and reads numbers and quoted strings for its
   arguments; after tool results it states them; it says what images or documents it was
   sent and that it cannot use them;
-- a forced tool: it fills the tool's schema from the text (`local_fill`);
+- a forced tool: it fills the tool's schema from the text (`local_fill`); with
+  `tool_choice` "required" and no tool picked, so does the best-matching tool, and with
+  "none" it answers as if it had no tools (the client's tools of /v1/openai are tools
+  like the agent's: it picks them by the same word overlap);
 - a RAG answer: it quotes the sentences of the passages that best match the question;
 - a query rewrite: the question's content words; a grounding check: word overlap;
 - a task: it restates its rendered prompt.
@@ -23,6 +26,7 @@ import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from agents.llm.base import (
@@ -98,7 +102,14 @@ def _decide(request: ModelRequest) -> ToolCallPart | str:
         return f"Done: {request.system.strip()}"
     if last.role == "tool":
         return _report_tool_results(request.messages)
-    return _chat(request, last)
+    if request.tool_choice == "none":
+        return _chat(replace(request, tools=()), last)
+    step = _chat(request, last)
+    if request.tool_choice == "required" and request.tools and isinstance(step, str):
+        # Made to call a tool it did not pick: the tool sharing most words, else the first.
+        tool = _pick_tool(request.tools, last.text)[0] or request.tools[0]
+        return _call(tool, fill_schema(tool.parameters, _source_text(request)), request)
+    return step
 
 
 def _chat(request: ModelRequest, last: Message) -> ToolCallPart | str:

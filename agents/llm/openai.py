@@ -152,8 +152,12 @@ def _wire_body(request: ModelRequest) -> dict[str, Any]:
     }
     if request.tools:
         body["tools"] = [_tool(spec) for spec in request.tools]
+        if not request.parallel_tool_calls:
+            body["parallel_tool_calls"] = False
     if request.force_tool:
         body["tool_choice"] = {"type": "function", "function": {"name": request.force_tool}}
+    elif request.tools and request.tool_choice != "auto":
+        body["tool_choice"] = request.tool_choice
     return body
 
 

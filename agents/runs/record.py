@@ -64,6 +64,8 @@ class RunRecorder:
             self.status = RunStatus.COMPLETED
             self.usage = event.usage.as_dict()
             self.output = event.structured if event.structured is not None else event.text
+            if event.client_calls:  # the turn waits for the client: its message is the output
+                self.output = self.transcript.messages[-1]
             if event.custom_outputs:
                 self.output = {"answer": self.output, "customOutputs": event.custom_outputs}
         elif isinstance(event, ResponseFailed):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from agents.llm.base import Message
+from agents.llm.base import Message, ToolSpec
 from agents.mcp.types import McpServerRequest
 from agents.models import Environment
+from agents.runtime.spec import ToolChoice
 
 CHAT_TYPES = ("tool", "rag")
 TASK_TYPES = ("task",)
@@ -33,3 +34,8 @@ class RunRequest:
     rag_overrides: Mapping[str, Any] | None = None  # field names of agents.rag.OVERRIDES
     max_iterations: int | None = None  # a protocol's own limit, for tool agents
     mcp_servers: tuple[McpServerRequest, ...] = ()  # for this run only, on top of the config's
+    # /v1/openai: the client's tools (errors name them at ["body", "tools", i]), its
+    # tool_choice and parallel_tool_calls; tool agents only.
+    client_tools: tuple[ToolSpec, ...] = ()
+    tool_choice: ToolChoice = field(default_factory=ToolChoice)
+    parallel_tool_calls: bool = True

@@ -18,7 +18,7 @@ from agentbuilder import liveness
 from agentbuilder.db import insert_new
 from agentbuilder.errors import DomainError, ErrorItem, Invalid
 from agents import selectors
-from agents.configs import TaskAgentConfig
+from agents.configs import NamedTool, TaskAgentConfig, ToolAgentConfig
 from agents.llm.base import Message
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Agent, AgentVersion, Environment, LLMModel, Run, RunStatus
@@ -121,6 +121,7 @@ def _prepare(
     _check_attachments(spec.config.llm_model_id, request.messages)
     spec = with_max_iterations(spec, request.max_iterations)
     spec = with_request_servers(spec, environment, request.mcp_servers)
+    _check_client_tools(spec, request)
     rules = tuple(_rules([*spec.config.guardrails, *request.guardrails], environment))
     # The context stage's guardrails check passages and tool results, whatever stages their
     # catalog rows name for the agent's own input and output.
@@ -137,7 +138,36 @@ def _prepare(
         guardrails=rules,
         guard_window=_window(),
         retrievers=retrievers(spec, environment, request.rag_overrides),
+        client_tools=request.client_tools,
+        tool_choice=request.tool_choice,
+        parallel_tool_calls=request.parallel_tool_calls,
     )
+
+
+def _check_client_tools(spec: AgentSpec, request: RunRequest) -> None:
+    """A client's tools go to tool agents only, named unlike the agent's own; a named
+    tool_choice names one of either. (MCP tools are listed when the run starts: a clash
+    with one fails the run there.)"""
+    choice = request.tool_choice
+    if not request.client_tools and choice.mode in ("auto", "none"):
+        return
+    config = spec.config
+    if not isinstance(config, ToolAgentConfig):
+        field = "tools" if request.client_tools else "tool_choice"
+        raise Invalid.at(("body", field), f"a {spec.agent_type} agent calls no tools")
+    own = {tool.name for tool in config.tools if isinstance(tool, NamedTool)}
+    for index, tool in enumerate(request.client_tools):
+        if tool.name in own:
+            raise Invalid.at(
+                ("body", "tools", index, "function", "name"),
+                f"the agent has a tool named '{tool.name}' already; name yours otherwise",
+            )
+    known = own | {tool.name for tool in request.client_tools}
+    if choice.mode == "function" and choice.name not in known and not spec.mcp_servers:
+        raise Invalid.at(
+            ("body", "tool_choice", "function", "name"),
+            f"'{choice.name}' is neither one of the agent's tools nor one of the request's",
+        )
 
 
 def _check_attachments(model_id: str, messages: tuple[Message, ...]) -> None:

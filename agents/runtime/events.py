@@ -70,6 +70,9 @@ class ResponseCompleted:
     answer: str | dict[str, Any] | None = None
     # The guardrail whose message replaced the answer, if one did.
     intervention: Intervention | None = None
+    # The turn ended waiting for the client: the model called tools the client brought
+    # (/v1/openai's `tools`), which the client runs. Each was a ToolCall event before this.
+    client_calls: tuple[ToolCall, ...] = ()
 
     def __post_init__(self) -> None:
         if self.answer is None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from agents.configs import AgentConfig
-from agents.llm.base import Message, Provider, Usage
+from agents.llm.base import Message, Provider, ToolSpec, Usage
 from agents.mcp.types import McpEndpoint
 from agents.runtime.trace import Trace
 from guardrails.engines.rules import Rule
@@ -61,6 +61,16 @@ class AgentSpec:
 
 
 @dataclass(frozen=True)
+class ToolChoice:
+    """OpenAI's `tool_choice` for the model calls of one turn: "auto", "none" (no tool call
+    at all), "required" (the first model call must call a tool) or "function" (the first
+    model call must call `name`)."""
+
+    mode: Literal["auto", "none", "required", "function"] = "auto"
+    name: str = ""
+
+
+@dataclass(frozen=True)
 class RunInput:
     messages: tuple[Message, ...] = ()
     inputs: Mapping[str, Any] | None = None  # task agents: validated, defaults filled
@@ -70,6 +80,11 @@ class RunInput:
     # Retrieval, bound to the request's environment and overrides: "" for a RAG agent,
     # a tool's name for a tool agent's semantic_search tool.
     retrievers: Mapping[str, Retriever] = field(default_factory=dict)
+    # Tool agents on /v1/openai: tools the client runs, offered to the model beside the
+    # agent's own; a model call to one ends the turn (ResponseCompleted.client_calls).
+    client_tools: tuple[ToolSpec, ...] = ()
+    tool_choice: ToolChoice = field(default_factory=ToolChoice)
+    parallel_tool_calls: bool = True
 
 
 class RunFailure(Exception):

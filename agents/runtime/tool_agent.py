@@ -1,7 +1,24 @@
 """The tool loop: model step ▸ tool calls (concurrently) ▸ results back ▸ repeat.
 
 It ends when the model answers without tool calls, when a structured_output call
-validates, or as failed (`max_iterations`, `structured_output_invalid`).
+validates, when the model calls a client's tool, or as failed (`max_iterations`,
+`structured_output_invalid`).
+
+Client tools (`RunInput.client_tools`, /v1/openai's `tools`) are offered to the model
+beside the agent's own, which run here. A step that calls any client tool ends the turn
+with those calls (`ResponseCompleted.client_calls`), as an OpenAI completion ends with
+`finish_reason: "tool_calls"`; the client runs them and sends the history back with their
+results. The agent's own calls of that same step are *not* run: the client's history will
+carry only the calls it was given, so a result of ours would reach no later model call,
+and its tool's side effects would be spent for nothing (and spent again when the model,
+seeing the client's results, asks for it once more). Dropping them keeps every call in
+the history answered and every tool run one whose result the model reads.
+
+`tool_choice` applies to this turn's model calls: "none" offers the tools but drops any
+call made anyway, "required" and a named function bind the first model call only (as one
+OpenAI completion is one model call). A forced structured_output answer is the agent's
+answer format, not a tool choice, and stays forced. `parallel_tool_calls: false` keeps
+the first call of a step, whether or not the provider was able to be told.
 """
 
 from __future__ import annotations
@@ -9,14 +26,15 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from agents.configs import StructuredOutputTool, ToolAgentConfig
-from agents.llm.base import Message, ModelRequest, ToolCallPart
+from agents.llm.base import Message, ModelRequest, ToolCallPart, ToolSpec
 from agents.runtime.events import Event, ResponseCompleted, ToolCall, ToolResult
 from agents.runtime.guard import screen_context, withheld
 from agents.runtime.model_step import StepResult, model_request, model_step
-from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
+from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput, ToolChoice
 from agents.runtime.tools.base import Outcome, Tool, execute, schema_problems
 from agents.runtime.tools.toolset import build_tools
 from agents.runtime.trace import Trace, cut
@@ -29,17 +47,38 @@ async def run_tool_agent(
     config = spec.config
     assert isinstance(config, ToolAgentConfig)
     tools = await build_tools(spec, meter, depth, run_input)
+    client = {t.name: t for t in run_input.client_tools}
+    if clash := sorted(client.keys() & tools.keys()):
+        raise RunFailure(
+            "invalid_request", f"the client's tool {clash[0]} is named like one of the agent's"
+        )
+    offered = [t.spec for t in tools.values()] + list(client.values())
+    choice = run_input.tool_choice
+    if choice.mode == "function" and choice.name not in tools.keys() | client.keys():
+        raise RunFailure("invalid_request", f"tool_choice names no tool: '{choice.name}'")
     structured = next((t for t in config.tools if isinstance(t, StructuredOutputTool)), None)
     only_structured = structured is not None and len(config.tools) == 1
-    force = structured.name if only_structured and structured else None
+    answer_force = structured.name if only_structured and structured else None
+    force = choice.name if choice.mode == "function" else answer_force
     messages = list(run_input.messages)
     retries = 0
 
-    for _ in range(config.max_iterations):
-        request = _request(spec, config, messages, tools, force)
+    for iteration in range(config.max_iterations):
+        step_choice = choice if iteration == 0 or choice.mode == "none" else ToolChoice()
+        request = _request(
+            config, messages, offered, force, step_choice, run_input.parallel_tool_calls
+        )
+        if choice.mode == "function":
+            force = answer_force  # the named function binds the first model call only
         step = StepResult()
-        async for delta in model_step(spec, request, meter, step, stream=force is None):
+        async for delta in model_step(
+            spec, request, meter, step, stream=request.force_tool is None
+        ):
             yield delta
+        if step_choice.mode == "none" and request.force_tool is None:
+            step.tool_calls = []  # a provider that cannot be told "none" called anyway
+        if not run_input.parallel_tool_calls:
+            step.tool_calls = step.tool_calls[:1]
         if not step.tool_calls:
             if structured is not None and force is None:
                 force = structured.name  # the answer must come through structured_output
@@ -56,6 +95,16 @@ async def run_tool_agent(
         if answer is not None:
             yield ToolCall(answer[0].call_id, answer[0].name, answer[0].arguments)
             yield ResponseCompleted(usage=meter.usage, structured=answer[1], object_answer=True)
+            return
+        if any(c.name in client for c in step.tool_calls):
+            waiting = tuple(
+                ToolCall(c.call_id, c.name, c.arguments)
+                for c in step.tool_calls
+                if c.name in client
+            )
+            for event in waiting:
+                yield event
+            yield ResponseCompleted(usage=meter.usage, text=step.text, client_calls=waiting)
             return
         for call in step.tool_calls:
             yield ToolCall(call.call_id, call.name, call.arguments)
@@ -86,20 +135,23 @@ async def run_tool_agent(
 
 
 def _request(
-    spec: AgentSpec,
     config: ToolAgentConfig,
     messages: list[Message],
-    tools: dict[str, Tool],
+    tools: list[ToolSpec],
     force: str | None,
+    choice: ToolChoice,
+    parallel: bool,
 ) -> ModelRequest:
-    return model_request(
+    request = model_request(
         config,
         system=config.system_prompt,
         messages=messages,
-        tools=(t.spec for t in tools.values()),
+        tools=tools,
         force_tool=force,
         purpose="chat",
     )
+    mode = choice.mode if choice.mode in ("none", "required") else "auto"
+    return replace(request, tool_choice=mode, parallel_tool_calls=parallel)
 
 
 def _structured_answer(
