@@ -6,15 +6,22 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Callable
 from contextlib import redirect_stderr
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import yaml
 from django.contrib.staticfiles import finders
 from django.core.management import call_command
+from django.urls import include
+from django.urls import path as route
 from drf_spectacular.drainage import GENERATOR_STATS
 from rest_framework.test import APIClient
+
+from agentbuilder.api import schema
+from agentbuilder.api.schema import SchemaView
 
 SPEC_OPERATIONS = [
     ("post", "/v1/auth/token"),
@@ -176,6 +183,83 @@ def test_schema_endpoint_answers(db: Any) -> None:
     assert "/v1/agents" in json.loads(response.content)["paths"]
 
 
+JSON = "application/vnd.oai.openapi+json"
+YAML = "application/vnd.oai.openapi"
+
+
+def fetch(accept: str = JSON, **headers: str) -> Any:
+    return APIClient().get("/v1/schema", HTTP_ACCEPT=accept, **headers)
+
+
+def test_the_document_is_generated_once_and_served_from_memory(db: Any) -> None:
+    schema.forget()  # whatever an earlier test in this process built
+    before = schema.generations
+
+    first, second = fetch(), fetch()
+    as_yaml = fetch(YAML)
+    by_format = APIClient().get("/v1/schema", {"format": "json"})
+
+    assert schema.generations == before + 1  # four answers, two renderings, one generation
+    assert first.content == second.content == by_format.content
+    assert first["ETag"] == second["ETag"] == by_format["ETag"]
+    assert first["Content-Type"] == JSON
+    assert as_yaml["Content-Type"] == f"{YAML}; charset=utf-8"
+    assert as_yaml["ETag"] != first["ETag"]  # another representation, another tag
+    assert yaml.safe_load(as_yaml.content) == json.loads(first.content)
+    assert first["Cache-Control"] == "no-cache"
+    assert "Accept" in first["Vary"]
+
+
+def test_a_client_holding_the_document_revalidates_for_a_304(db: Any) -> None:
+    current = fetch()
+    tag = current["ETag"]
+
+    unchanged = fetch(HTTP_IF_NONE_MATCH=tag)
+    among_others = fetch(HTTP_IF_NONE_MATCH=f'"stale", {tag}')
+    stale = fetch(HTTP_IF_NONE_MATCH='"stale"')
+    other_format = fetch(YAML, HTTP_IF_NONE_MATCH=tag)
+
+    assert (unchanged.status_code, unchanged.content) == (304, b"")
+    assert unchanged["ETag"] == tag
+    assert among_others.status_code == 304
+    assert (stale.status_code, stale.content) == (200, current.content)
+    assert other_format.status_code == 200
+
+
+def test_the_served_document_is_the_generated_one(db: Any, generated: Generated) -> None:
+    assert json.loads(fetch().content) == generated.document
+
+
+# The URL configuration of the test below: the schema and the guardrails' routes only.
+urlpatterns = [
+    route("v1/schema", SchemaView.as_view()),
+    route("v1/", include("guardrails.api.urls")),
+]
+
+
+def test_a_changed_setting_forgets_the_document(db: Any, settings: Any) -> None:
+    assert "/v1/agents" in json.loads(fetch().content)["paths"]
+    before = schema.generations
+    settings.ROOT_URLCONF = __name__  # as a test that changes the URLs does
+
+    changed = json.loads(fetch().content)
+
+    assert sorted(changed["paths"]) == ["/v1/guardrails"]
+    assert schema.generations == before + 1
+
+
+def test_anonymous_requests_for_the_document_are_throttled(
+    db: Any, rates: Callable[..., None]
+) -> None:
+    rates(user="2/min")  # per address for a caller without a token, as on every route
+    statuses = [fetch().status_code for _ in range(3)]
+    tag = fetch(REMOTE_ADDR="127.0.0.2")["ETag"]  # another address has a budget of its own
+    revalidated = fetch(HTTP_IF_NONE_MATCH=tag)
+
+    assert statuses == [200, 200, 429]
+    assert revalidated.status_code == 429  # a 304 is a request too
+
+
 def test_docs_page_serves_swagger_ui_from_the_sidecar(db: Any) -> None:
     response = APIClient().get("/v1/docs")
     assert response.status_code == 200
@@ -186,7 +270,9 @@ def test_docs_page_serves_swagger_ui_from_the_sidecar(db: Any) -> None:
     for asset in assets:
         assert asset.startswith("/static/drf_spectacular_sidecar/"), asset
         assert finders.find(asset.removeprefix("/static/")), f"{asset} is not bundled"
-    assert "cdn" not in page.lower()
+    # No asset from elsewhere (the page also carries a random CSRF token, which may spell
+    # "cdn" by chance: look at addresses only).
+    assert not re.findall(r"https?://[^\s\"']*", page), "the page loads something from outside"
 
 
 # ---------------------------------------------------------------- exactness
