@@ -110,8 +110,13 @@ def _check_replace(text: str, old: Any, new: Any, count: Any, budget: Budget) ->
 def _joined(separator: str, items: Iterable[Any], budget: Budget) -> list[Any]:
     """The items, once their joined size is known to fit."""
     listed = list(items)
+    # A lower bound of the check below (an item weighs at least 1), from two lengths: a
+    # join whose separators alone are over the limit stops here, before the items are
+    # weighed one by one (a count, which no busy machine makes slower to reach).
+    separators = len(separator) * max(len(listed) - 1, 0)
+    budget.fits(separators + len(listed), "a joined text")
     size = weight_of(listed, budget.limits.max_chars, budget)
-    budget.fits(size + len(separator) * max(len(listed) - 1, 0), "a joined text")
+    budget.fits(size + separators, "a joined text")
     return listed
 
 

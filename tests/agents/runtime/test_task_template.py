@@ -4,8 +4,9 @@ no model. Each refusal is checked to come before the big allocation, with tracem
 from __future__ import annotations
 
 import asyncio
-import time
 import tracemalloc
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import jinja2
@@ -23,6 +24,12 @@ from agents.runtime.tools.base import ToolFailure
 from agents.templating import TemplateLimitError, TemplateLimits, render
 
 LIMITS = TemplateLimits()
+# The default limits with a clock no render here comes near (the product keeps its clock as
+# a safety net): what stops these renders is a counted limit (characters, steps, bits),
+# checked before the allocation, which a busy machine reaches no later than a quiet one. A
+# render the counts failed to stop would run into this clock and fail on its message.
+COUNTED = TemplateLimits(max_seconds=300)
+STEPS = COUNTED.max_steps
 
 # Each one asks for gigabytes, or for hours, in its own way; the last item is a regex.
 OVER_LIMIT = {
@@ -79,32 +86,74 @@ OVER_LIMIT = {
         "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}"
         "{{ f(40) }}",
         {},
-        "loop iterations and calls|longer than 1 seconds",  # tracemalloc slows calls down
+        "more than 10000 loop iterations and calls",  # with STEPS_OF's limit
     ),
 }
+
+
+# Under tracemalloc a macro call costs about 0.1 ms: the step limit is tested at a tenth of
+# its default, so that case takes a second of CPU rather than ten.
+STEPS_OF = {"exponential macro": 10_000}
 
 
 @pytest.mark.parametrize("case", OVER_LIMIT, ids=list(OVER_LIMIT))
 def test_a_template_over_a_limit_stops_before_it_allocates(case: str) -> None:
     source, variables, message = OVER_LIMIT[case]
     tracemalloc.start()
-    started = time.monotonic()
     try:
         with pytest.raises(TemplateLimitError, match=message):
-            render(source, variables, LIMITS)
+            render(source, variables, replace(COUNTED, max_steps=STEPS_OF.get(case, STEPS)))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert time.monotonic() - started < 5
     assert peak < 50 * 1024 * 1024, f"{peak / 2**20:.0f} MB at the peak"
 
 
+class Weighed(Mapping[str, str]):
+    """An empty mapping that counts how often its size is asked: how often it was weighed."""
+
+    asked = 0
+
+    def __len__(self) -> int:
+        Weighed.asked += 1
+        return 0
+
+    def __getitem__(self, key: str) -> str:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+
+@pytest.mark.parametrize("how", ["filter", "method"])
+def test_a_join_over_the_limit_by_its_separators_alone_weighs_no_item(how: str) -> None:
+    # Weighing 100,000 items is work a busy machine does slowly: the count of separators
+    # times their length is over the limit without it.
+    source = "{{ items|join(sep) }}" if how == "filter" else "{{ sep.join(items) }}"
+    variables = {"items": [Weighed() for _ in range(100_000)], "sep": "x" * 100}
+    Weighed.asked = 0
+    with pytest.raises(TemplateLimitError, match="joined text"):
+        render(source, variables, COUNTED)
+    assert Weighed.asked == 0
+
+
 def test_rendering_stops_at_its_wall_time() -> None:
-    source = "{% for i in range(100000) %}{{ (name * 100000)|length }}{% endfor %}"
-    started = time.monotonic()
+    # The safety net: a render within every counted limit (100,000 iterations, each text
+    # under a million characters) but long, stopped by the clock. Not how soon after the
+    # deadline (a busy machine decides that): that it stopped, with the clock's message,
+    # long before the end of its work.
+    drawn = 0
+
+    def items() -> Iterator[int]:
+        nonlocal drawn
+        for i in range(100_000):
+            drawn += 1
+            yield i
+
+    source = "{% for i in items %}{{ (name * 100000)|length }}{% endfor %}"
     with pytest.raises(TemplateLimitError, match=r"longer than 0\.2 seconds"):
-        render(source, {"name": "abcdefghij"}, TemplateLimits(max_seconds=0.2))
-    assert time.monotonic() - started < 1
+        render(source, {"name": "abcdefghij", "items": items()}, TemplateLimits(max_seconds=0.2))
+    assert 0 < drawn < 100_000
 
 
 def test_the_result_is_cut_off_past_the_character_limit() -> None:
@@ -203,7 +252,10 @@ def test_the_runtime_renders_off_the_event_loop_and_fails_with_template_limit(
     failure, ticks = asyncio.run(main())
     assert failure.code == "template_limit"
     assert "longer than 0.5 seconds" in failure.message
-    assert ticks >= 20, "the event loop stood still while the template rendered"
+    # On the event loop, the render would hold it from its first step to its failure: 0 or
+    # 1 tick. Off it, 0.5 s of 10 ms sleeps make about 50 on a quiet machine; 5 leaves a
+    # busy one (whose threads wait for a core) a tenth of that.
+    assert ticks >= 5, "the event loop stood still while the template rendered"
 
 
 def test_a_nested_task_agent_over_a_limit_is_a_tool_failure() -> None:
