@@ -251,6 +251,9 @@ LIVENESS_SECONDS = env.float("LIVENESS_SECONDS", default=60.0)
 # from its first task). Off in the test runner, whose sweeps would race the tests' own rows;
 # the liveness tests turn it on in the server processes they start.
 LIVENESS_THREAD = env.bool("LIVENESS_THREAD", default=True)
+# Runs that go on after their request has answered (an A2A send that returns at once) are
+# run by the process, this many at once; the others wait their turn (agents.runs.detached).
+DETACHED_RUNS_CONCURRENCY = env.int("DETACHED_RUNS_CONCURRENCY", default=32)
 # Without a broker, uploads are ingested by this many threads of the web process, after
 # the 202 answer; 0: inside the upload request (the tests, whose rows other threads
 # cannot see).

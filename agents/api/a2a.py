@@ -16,7 +16,12 @@
   once (1.0's `returnImmediately`, 0.3's `blocking: false`) answers the working task and
   the run goes on without the request, for the client to poll. `tasks/get` (`GetTask`) reads
   the caller's runs of the agent (every caller's with AUDIT); `tasks/cancel` (`CancelTask`)
-  cancels the caller's own run while it runs (agents.protocols.a2a.running for its scope).
+  cancels the caller's own run while it runs, in whichever process runs it (through the
+  database, agents.runs.live), and answers the task once it has ended (or as it stands
+  after CANCEL_WAIT_SECONDS). `tasks/resubscribe` (`SubscribeToTask`) streams a live task's
+  remaining updates from its stored events, from any process (agents.protocols.a2a.following);
+  a finished task is -32004. A send that returns at once hands its run to the process
+  (agents.runs.detached), which runs it to its end.
   `ListTasks` (1.0 only: 0.3 has no `tasks/list`) pages the tasks `tasks/get` would read
   that were started over A2A, newest first. `GetExtendedAgentCard`
   (`agent/getAuthenticatedExtendedCard`) is the card with the caller's own view. The
@@ -30,6 +35,8 @@ error body). Anything wrong inside the call is a JSON-RPC error in an HTTP 200 b
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
@@ -81,6 +88,7 @@ from agents.protocols.a2a.encoder import (
     tasks_page,
 )
 from agents.protocols.a2a.errors import Path, error_body, from_invalid, invalid_params
+from agents.protocols.a2a.following import Following, following_start
 from agents.protocols.a2a.request import (
     PARTS,
     Call,
@@ -90,14 +98,20 @@ from agents.protocols.a2a.request import (
     chat_messages,
     task_inputs,
 )
-from agents.protocols.a2a.running import RunningTask, run_cancel
+from agents.protocols.a2a.running import RunningTask
 from agents.protocols.chat_completions.request import model_reference
+from agents.protocols.sse import sse
+from agents.runs.detached import run_detached
+from agents.runs.live import run_cancel
 from agents.runs.request import RunRequest
 from agents.runs.start import Invocation, TemplateOverLimit, invocation_start
 
 PROTOCOL = "a2a"
 ROUTE = "/v1/a2a"
 KEEPALIVE_SECONDS = 15.0
+# How long tasks/cancel waits for the run to end (a cancel reaches it within 2 s, even in
+# another process) before it answers the task as it stands.
+CANCEL_WAIT_SECONDS = 10.0
 EXTENDED_VERSIONS = 20  # the newest versions the extended card names
 VERSION_HEADER = "A2A-Version"
 AGENT_NAME = OpenApiParameter(
@@ -256,6 +270,7 @@ class _Started:
     context_id: str = ""
     result: dict[str, Any] | None = None
     cancel: Run | None = None
+    follow: Following | None = None
 
 
 class A2AEndpointView(AsyncApiView):
@@ -271,6 +286,8 @@ class A2AEndpointView(AsyncApiView):
                 return _json(response(started.call.request_id, started.result))
             if started.cancel is not None:
                 return await self._cancel(started.call, started.cancel)
+            if started.follow is not None:
+                return _follow(started.call, started.follow)
             return await self._run(started)
         except RpcRefusal as refusal:
             body = error_body(refusal.request_id, refusal.error, refusal.dialect)
@@ -288,6 +305,8 @@ class A2AEndpointView(AsyncApiView):
             return _Started(call, result=result_json(task, call.dialect))
         if call.method is Method.CANCEL:
             return _Started(call, cancel=self._cancelable(call, agent_id))
+        if call.method is Method.SUBSCRIBE:
+            return _Started(call, follow=self._followable(call, agent_id))
         if call.method is Method.LIST:
             return _Started(call, result=self._list(call, agent_id))
         if call.method is Method.EXTENDED_CARD:
@@ -413,6 +432,18 @@ class A2AEndpointView(AsyncApiView):
             )
         return run
 
+    def _followable(self, call: Call, agent_id: uuid.UUID) -> Following:
+        run = self._run_of(call, agent_id, call.task_id)
+        if run.status != RunStatus.IN_PROGRESS:
+            # The specification's answer for a task in a terminal state: nothing to stream.
+            raise call.refusal(
+                UnsupportedOperationError(
+                    f"Task '{run.pk}' is {run.status}: it has no updates left to stream; "
+                    "read it with tasks/get (GetTask)"
+                )
+            )
+        return following_start(run)
+
     def _invoke(self, call: Call, agent: Agent, version_ref: str) -> _Started:
         message = call.message
         assert message is not None
@@ -448,13 +479,13 @@ class A2AEndpointView(AsyncApiView):
         assert invocation is not None
         assert call.message is not None
         tasks = TaskEncoder(str(invocation.run_id), started.context_id, call.message)
+        if call.returns_at_once:  # the process runs it; the client polls tasks/get (or cancels)
+            run_detached(invocation)
+            body = response(call.request_id, send_result(tasks.working(), call.dialect))
+            return _json(body, run_headers(invocation))
         running = RunningTask(invocation)
         if call.method is Method.STREAM:
             return _stream(running, SseEncoder(tasks, call.request_id, call.dialect), invocation)
-        if call.returns_at_once:  # the client polls tasks/get (or cancels)
-            running.detach()
-            body = response(call.request_id, send_result(tasks.working(), call.dialect))
-            return _json(body, run_headers(invocation))
         async with aclosing(running.events()) as updates:
             try:
                 async for update in updates:
@@ -468,14 +499,15 @@ class A2AEndpointView(AsyncApiView):
         return _json(body, run_headers(invocation))
 
     async def _cancel(self, call: Call, run: Run) -> HttpResponseBase:
-        if not await run_cancel(run.pk):
-            raise call.refusal(
-                TaskNotCancelableError(
-                    f"Task '{run.pk}' runs in another server process: cancel it there, or "
-                    "wait for it to end"
-                )
+        if not await in_db(run_cancel)(run_id=run.pk, by=self.request.user):
+            raise call.refusal(  # it ended since it was read
+                TaskNotCancelableError(f"Task '{run.pk}' has ended: it cannot be canceled")
             )
-        ended = await in_db(Run.objects.get)(pk=run.pk)
+        deadline = time.monotonic() + CANCEL_WAIT_SECONDS
+        while (ended := await in_db(Run.objects.get)(pk=run.pk)).status == RunStatus.IN_PROGRESS:
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
         return _json(response(call.request_id, result_json(run_task(ended), call.dialect)))
 
 
@@ -518,6 +550,27 @@ def _open_run(request: RunRequest, message: pb.Message, agent_type: str) -> Invo
 
 def _json(body: dict[str, Any], headers: dict[str, str] | None = None) -> JsonResponse:
     return JsonResponse(body, headers=headers, json_dumps_params={"ensure_ascii": False})
+
+
+def _follow(call: Call, following: Following) -> HttpResponseBase:
+    """The live task's updates as `message/stream` sends them, after its task as it stands.
+    The client leaving stops the following, not the run."""
+    encoder = SseEncoder(following.tasks, call.request_id, call.dialect)
+
+    async def body() -> AsyncIterator[bytes]:
+        yield sse(response(call.request_id, result_json(following.opening(), call.dialect)))
+        async with aclosing(following.updates(KEEPALIVE_SECONDS)) as updates:
+            async for update in updates:
+                if update is None:
+                    yield KEEPALIVE
+                    continue
+                for frame in encoder.frames(update):
+                    yield frame
+
+    stream = StreamingHttpResponse(body(), content_type="text/event-stream")
+    stream["Cache-Control"], stream["X-Accel-Buffering"] = "no-cache", "no"
+    stream["X-Run-Id"] = str(following.run_id)
+    return stream
 
 
 def _stream(running: RunningTask, encoder: SseEncoder, invocation: Invocation) -> HttpResponseBase:

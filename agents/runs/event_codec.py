@@ -10,7 +10,6 @@ completed turn's client calls) as objects, tuples as arrays.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 import types
 import typing
@@ -81,8 +80,17 @@ def _from(hint: Any, value: Any) -> Any:
     return value  # JSON values: str, int, bool, dict, Literal, Any
 
 
-@functools.cache
 def _fields(cls: type[Any]) -> tuple[tuple[str, Any], ...]:
     """The init fields of a dataclass with their resolved annotations."""
+    known = _known.get(cls)
+    if known is None:
+        known = _known[cls] = _fields_of(cls)
+    return known
+
+
+_known: dict[type[Any], tuple[tuple[str, Any], ...]] = {}
+
+
+def _fields_of(cls: type[Any]) -> tuple[tuple[str, Any], ...]:
     hints = typing.get_type_hints(cls)  # in the globals of its own module
     return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls) if f.init)

@@ -5,8 +5,9 @@
   still opening the run or before the server iterated the response): the run is
   `canceled` as soon as its Invocation is dropped, or at the latest once a lease's length
   has passed without its stream starting.
-- Its process dies: the process stops renewing the run's lease (agentbuilder.liveness),
-  and any live process marks it `failed` (`interrupted`).
+- Its process dies, or the task consuming it dies or hangs while the process lives: its
+  lease is no longer renewed (a started run's only while its consumer beats,
+  agents.runs.live), and any live process marks it `failed` (`interrupted`).
 - And an admin can mark stuck runs failed by hand.
 """
 
@@ -29,6 +30,7 @@ from django.db.models.functions import Now
 
 from agentbuilder import liveness
 from agents.models import Run, RunStatus
+from agents.runs import live
 
 logger = logging.getLogger(__name__)
 
@@ -93,9 +95,15 @@ def _on_dropped(run_id: uuid.UUID) -> None:
 
 
 def _renew(run_ids: Collection[uuid.UUID]) -> None:
-    Run.objects.filter(pk__in=run_ids, status=RunStatus.IN_PROGRESS).update(
-        lease_until=liveness.lease_expiry()
-    )
+    """Renew the runs waiting for their stream to start, and the started ones whose
+    consumer beat lately (agents.runs.live): not every run this process holds."""
+    with _lock:
+        unstarted = {r for r in run_ids if (o := _opened.get(r)) is not None and not o.started}
+    alive = unstarted | live.beating(run_ids)
+    if alive:
+        Run.objects.filter(pk__in=alive, status=RunStatus.IN_PROGRESS).update(
+            lease_until=liveness.lease_expiry()
+        )
 
 
 def runs_sweep() -> None:
@@ -139,6 +147,12 @@ def runs_interrupt_expired() -> int:
     if closed:
         logger.warning("%s run(s) whose process stopped: failed (interrupted)", closed)
     return closed
+
+
+def run_close_canceled(run_id: uuid.UUID) -> int:
+    """A run canceled before anything ran it (queued for the detached runner)."""
+    run_ended(run_id)
+    return _close(Run.objects.filter(pk=run_id), RunStatus.CANCELED)
 
 
 def runs_mark_failed(*, runs: QuerySet[Run], by: Any) -> int:

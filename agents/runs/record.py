@@ -1,4 +1,5 @@
-"""Recording a run: its events followed in memory, the run record written once, at the end."""
+"""Recording a run: its events followed in memory and kept (agents.runs.event_log), the run
+record written once, at the end, with its last events in the same statement."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.utils import timezone
 
 from agents.models import Run, RunStatus
 from agents.runs import leases
+from agents.runs.event_log import EventLog, insert_sql
 from agents.runs.start import Invocation
 from agents.runtime.events import Event, ResponseCompleted, ResponseFailed
 from agents.runtime.trace import Trace
@@ -24,11 +26,13 @@ def _json(value: Any) -> str | None:
 
 @functools.cache
 def _end_sql() -> str:
-    """The run's end in one statement written once: the turn's messages appended to what
-    the row holds, the latency counted from its start, both by the database."""
+    """The run's end in one statement written once: its events not stored yet, the turn's
+    messages appended to what the row holds, the latency counted from its start, all by
+    the database (one transaction: a follower that sees the end sees every event)."""
     column = {f.name: connection.ops.quote_name(str(f.column)) for f in Run._meta.concrete_fields}
     # Table and column names from the model's metadata; every value is a parameter.
     return f"""
+        WITH kept AS ({insert_sql()})
         UPDATE {connection.ops.quote_name(Run._meta.db_table)} SET
             {column["status"]} = %(status)s,
             {column["completed_at"]} = %(now)s,
@@ -55,9 +59,11 @@ class RunRecorder:
         self.output: Any = None
         self.error: dict[str, str] | None = None
         self.trace = Trace()  # the runtime adds the run's steps to it
+        self.events = EventLog(invocation.run_id)
         leases.run_started(invocation.run_id)
 
     def observe(self, event: Event) -> None:
+        self.events.add(event)
         self.transcript.observe(event)
         if isinstance(event, ResponseCompleted):
             self.transcript.close_text()
@@ -106,6 +112,7 @@ class RunRecorder:
                         "output": _json(self.output),
                         "error": _json(self.error),
                         "steps": _json(self.trace.steps),
+                        **self.events.final_params(),
                     },
                 )
         finally:

@@ -18,6 +18,7 @@ class Method(Enum):
     STREAM = "stream"
     GET = "get"
     CANCEL = "cancel"
+    SUBSCRIBE = "subscribe"  # a live task's remaining updates (params: the task id)
     LIST = "list"  # 1.0 only: 0.3 has no tasks/list (its JSON Schema, the SDKs' 0.3 layers)
     PUSH_CONFIG = "push-config"  # any of the four push-notification config methods
     EXTENDED_CARD = "extended-card"
@@ -28,6 +29,7 @@ METHODS: dict[str, tuple[Dialect, Method]] = {
     "SendStreamingMessage": (Dialect.V1, Method.STREAM),
     "GetTask": (Dialect.V1, Method.GET),
     "CancelTask": (Dialect.V1, Method.CANCEL),
+    "SubscribeToTask": (Dialect.V1, Method.SUBSCRIBE),
     "ListTasks": (Dialect.V1, Method.LIST),
     "CreateTaskPushNotificationConfig": (Dialect.V1, Method.PUSH_CONFIG),
     "GetTaskPushNotificationConfig": (Dialect.V1, Method.PUSH_CONFIG),
@@ -38,6 +40,7 @@ METHODS: dict[str, tuple[Dialect, Method]] = {
     "message/stream": (Dialect.V03, Method.STREAM),
     "tasks/get": (Dialect.V03, Method.GET),
     "tasks/cancel": (Dialect.V03, Method.CANCEL),
+    "tasks/resubscribe": (Dialect.V03, Method.SUBSCRIBE),
     "tasks/pushNotificationConfig/set": (Dialect.V03, Method.PUSH_CONFIG),
     "tasks/pushNotificationConfig/get": (Dialect.V03, Method.PUSH_CONFIG),
     "tasks/pushNotificationConfig/list": (Dialect.V03, Method.PUSH_CONFIG),

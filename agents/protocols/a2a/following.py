@@ -1,0 +1,99 @@
+"""`SubscribeToTask` / `tasks/resubscribe`: a live task's remaining updates, whatever
+process runs it, read from its run's stored events (agents.runs.event_log).
+
+The stream opens with the task as it stands (the specification's first event: a Task),
+its answer so far as the artifact; then the updates `message/stream` would have sent from
+there on, in the same shape, to the task's end (`canceled` and `interrupted` runs, which
+store no terminal event, end with their status).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncGenerator
+from contextlib import suppress
+
+from a2a.types import a2a_pb2 as pb
+
+from agents.models import Run, RunEvent, RunStatus
+from agents.protocols.a2a.encoder import (
+    ARTIFACT_ID,
+    Canceled,
+    TaskEncoder,
+    Update,
+    run_task,
+    text_part,
+)
+from agents.runs.event_codec import event_from_json
+from agents.runs.event_log import run_events_follow
+from agents.runtime.events import Event, ResponseCompleted, ResponseCreated, ResponseFailed
+
+
+class Following:
+    """The updates of the live task `run` after the events stored when it was subscribed
+    to (replayed into the encoder for the opening task, not sent). Made in a database hop
+    (`following_start`); iterate `updates()`, `tasks` encodes them."""
+
+    def __init__(self, run: Run) -> None:
+        snapshot = run_task(run)
+        user = snapshot.history[0] if snapshot.history else pb.Message(role=pb.ROLE_USER)
+        self.run_id: uuid.UUID = run.pk
+        self.tasks = TaskEncoder(str(run.pk), run.thread_id, user)
+        stored = RunEvent.objects.filter(run_id=run.pk).order_by("index")
+        self.seen = 0
+        for data in stored.values_list("event", flat=True):
+            self.tasks.updates(event_from_json(data))
+            self.seen += 1
+        self._snapshot = snapshot
+
+    def opening(self) -> pb.StreamResponse:
+        """The task as it stands after the replayed events."""
+        task = pb.Task()
+        task.CopyFrom(self._snapshot)
+        text = self.tasks.sent + (self.tasks.held or "")
+        if text:
+            task.artifacts.append(
+                pb.Artifact(artifact_id=ARTIFACT_ID, name="answer", parts=[text_part(text)])
+            )
+        return pb.StreamResponse(task=task)
+
+    async def updates(self, keepalive: float) -> AsyncGenerator[Update | None, None]:
+        """The run's events from the first unseen one (None each `keepalive` seconds of
+        silence), then how it ended if no event said it."""
+        follower = run_events_follow(self.run_id, after=self.seen)
+        ended = False
+        pending: asyncio.Future[tuple[int, Event]] | None = None
+        try:
+            while True:
+                if pending is None:
+                    pending = asyncio.ensure_future(anext(follower))
+                done, _ = await asyncio.wait({pending}, timeout=keepalive)
+                if not done:
+                    yield None
+                    continue
+                task, pending = pending, None
+                try:
+                    _, event = task.result()
+                except StopAsyncIteration:
+                    break
+                if isinstance(event, ResponseCreated):
+                    continue  # the opening task said it
+                ended = isinstance(event, ResponseCompleted | ResponseFailed)
+                yield event
+        finally:
+            if pending is not None:
+                pending.cancel()
+                with suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await pending
+        if ended:
+            return
+        if follower.status == RunStatus.CANCELED:
+            yield Canceled()
+        else:  # failed without its event: interrupted (the sweep), or it could not be read
+            error = follower.error or {}
+            yield ResponseFailed(error.get("code", "interrupted"), error.get("message", ""))
+
+
+def following_start(run: Run) -> Following:
+    return Following(run)

@@ -1,0 +1,160 @@
+"""Each run's events, kept (RunEvent) as the run goes and followed from any process.
+
+Writing: the recorder adds every event to the run's EventLog; a flush writes what is
+pending at most every FLUSH_SECONDS while the run is live (one INSERT of many rows, never
+a statement per text delta), and the rest goes in the run's final statement
+(agents.runs.record), so a run shorter than that writes no statement of its own for them.
+
+Following: `run_events_follow(run_id, after=N)` replays the stored events from index N,
+then polls for more until the run has ended, whatever process runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import uuid
+from typing import Any
+
+from django.db import connection
+
+from agentbuilder.db import in_db
+from agents.models import Run, RunEvent, RunStatus
+from agents.runs.event_codec import event_from_json, event_json
+from agents.runtime.events import Event
+
+logger = logging.getLogger(__name__)
+
+FLUSH_SECONDS = 0.2
+FOLLOW_POLL_SECONDS = 0.2
+
+
+@functools.cache
+def insert_sql() -> str:
+    """The INSERT of a batch of a run's events: `%(events)s`, a JSON array, stored from
+    index `%(first)s` on. A batch written already (its answer lost) is not written twice."""
+    quote = connection.ops.quote_name
+    table = quote(RunEvent._meta.db_table)
+    column = {f.name: quote(str(f.column)) for f in RunEvent._meta.concrete_fields}
+    run, index, event = column["run"], column["index"], column["event"]
+    # Names from the model's metadata; every value is a parameter.
+    return f"""
+        INSERT INTO {table} ({run}, {index}, {event})
+        SELECT %(id)s, %(first)s + e.n - 1, e.event
+        FROM jsonb_array_elements(%(events)s::jsonb) WITH ORDINALITY AS e(event, n)
+        ON CONFLICT ({run}, {index}) DO NOTHING
+    """  # noqa: S608
+
+
+class EventLog:
+    """A run's events on their way to the database. Created and fed on the run's loop."""
+
+    def __init__(self, run_id: uuid.UUID) -> None:
+        self.run_id = run_id
+        self.pending: list[dict[str, Any]] = []
+        self.written = 0  # events stored, all before the pending ones
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = None
+        self._flushing: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def add(self, event: Event) -> None:
+        self.pending.append(event_json(event))
+        if not self._closed and self._timer is None and self._flushing is None:
+            self._timer = self._loop.call_later(FLUSH_SECONDS, self._flush)
+
+    def _flush(self) -> None:
+        # The timer's callback runs in the context it was set in, the run's, so the
+        # flush's database hop is the run's too (agentbuilder.db.in_db).
+        self._timer = None
+        self._flushing = self._loop.create_task(self._write(len(self.pending)))
+
+    async def _write(self, count: int) -> None:
+        try:
+            await in_db(self._insert)(self.pending[:count], self.written)
+            del self.pending[:count]
+            self.written += count
+        except Exception:  # the final statement writes them with the rest
+            logger.exception("run %s: writing %s event(s) failed", self.run_id, count)
+        finally:
+            self._flushing = None
+        if self.pending and not self._closed:
+            self._timer = self._loop.call_later(FLUSH_SECONDS, self._flush)
+
+    def _insert(self, events: list[dict[str, Any]], first: int) -> None:
+        params: dict[str, Any] = {"id": self.run_id, "first": first, "events": _dumps(events)}
+        with connection.cursor() as cursor:
+            cursor.execute(insert_sql(), params)
+
+    async def settle(self) -> None:
+        """No more flushes: wait for one under way. What is pending then goes in the final
+        statement (`final_params`)."""
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._flushing is not None:
+            await asyncio.wait({self._flushing})
+
+    def final_params(self) -> dict[str, Any]:
+        return {"events": _dumps(self.pending), "first": self.written}
+
+
+def _dumps(events: list[dict[str, Any]]) -> str:
+    return json.dumps(events, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------- following
+
+
+class RunFollower:
+    """Async iterator of a run's (index, event) from index `after`: the stored ones, then
+    the new ones as they are stored, until the run has ended and all of its are read.
+    Then `status` and `error` are the run's end (a canceled or interrupted run ends without
+    a terminal event; its status says how it ended)."""
+
+    def __init__(self, run_id: uuid.UUID, after: int = 0) -> None:
+        self.run_id = run_id
+        self.next = after
+        self.status: str = RunStatus.IN_PROGRESS
+        self.error: dict[str, Any] | None = None
+        self._ready: list[tuple[int, Event]] = []
+        self._ended = False
+
+    def __aiter__(self) -> RunFollower:
+        return self
+
+    async def __anext__(self) -> tuple[int, Event]:
+        while not self._ready:
+            if self._ended:
+                raise StopAsyncIteration
+            status, error, rows = await in_db(self._read)()
+            self._ready = rows
+            if rows:
+                self.next = rows[-1][0] + 1
+            if status != RunStatus.IN_PROGRESS:
+                # Read before its events: a run's end is stored with its last events, so
+                # the events read after an ended status are all of them.
+                self.status, self.error, self._ended = status, error, True
+            elif not rows:
+                await asyncio.sleep(FOLLOW_POLL_SECONDS)
+        return self._ready.pop(0)
+
+    def _read(self) -> tuple[str, dict[str, Any] | None, list[tuple[int, Event]]]:
+        status, error = Run.objects.filter(pk=self.run_id).values_list(
+            "status", "error"
+        ).first() or (RunStatus.FAILED, {"code": "not_found", "message": "the run does not exist"})
+        rows = (
+            RunEvent.objects.filter(run_id=self.run_id, index__gte=self.next)
+            .order_by("index")
+            .values_list("index", "event")
+        )
+        return status, error, [(index, event_from_json(event)) for index, event in rows]
+
+
+def run_events_follow(run_id: uuid.UUID, after: int = 0) -> RunFollower:
+    """The run's events from index `after`, replayed then followed live to the run's end,
+    from any process (see RunFollower for how it ends)."""
+    return RunFollower(run_id, after)

@@ -1,0 +1,220 @@
+"""This process's live runs: each one's heartbeat, beaten by the event loop that consumes
+it, and the cancels that reach it from any process.
+
+- **Heartbeat.** A run is live from the moment a task starts consuming it (a request's
+  stream, the detached runner, agents.runs.detached) until it is recorded. A timer on that
+  task's event loop stamps its beat while the task is not done. The liveness thread renews
+  the lease of a started run only if its beat is fresh (agents.runs.leases), so a run whose
+  task died without recording it, or whose loop is blocked (deadlocked), is closed
+  `interrupted` by the sweep within LIVENESS_SECONDS though its process lives on. The
+  renewal stays one UPDATE per process and pass; what the beat adds is that the code
+  running the run vouches for it, not the process.
+- **Cancels.** `run_cancel` sets the run's `cancel_requested_at`, and signals the run at
+  once if this process runs it. Each serving process (LIVENESS_THREAD) has a watcher thread
+  that, while it runs any run, polls every CANCEL_POLL_SECONDS for flags on its runs (one
+  indexed statement), and has the run's loop cancel it: the run ends `canceled` as if its
+  client had gone. Polling rather than LISTEN/NOTIFY: it needs no connection held open
+  outside the pool, works through a transaction-pooling proxy (PgBouncer drops LISTEN),
+  cannot miss a notification while reconnecting, and costs an idle process nothing; the
+  price, a few index lookups a second while runs are live, is small beside the runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import connections
+from django.db.models import F
+from django.db.models.functions import Coalesce, Now
+
+from agentbuilder import liveness
+from agents.models import Run, RunStatus
+
+logger = logging.getLogger(__name__)
+
+# A cancel reaches a run within this (and a statement's time) wherever it runs: the 2 s
+# SPEC section 8 promises, with room for a loaded machine.
+CANCEL_POLL_SECONDS = 0.25
+
+
+def beat_seconds() -> float:
+    """Twice per renewal interval: a renewal sees a beat at most this old from a live run."""
+    return liveness.interval_seconds() / 2
+
+
+@dataclass(eq=False)
+class LiveRun:
+    """A run being consumed by `task` on `loop`; `on_cancel` runs in that loop."""
+
+    run_id: uuid.UUID
+    loop: asyncio.AbstractEventLoop
+    task: asyncio.Task[Any]
+    on_cancel: Callable[[], None]
+    beat: float = field(default_factory=time.monotonic)
+    canceling: bool = False
+    _timer: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        self._beat()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _beat(self) -> None:
+        if self.task.done():  # it ended without recording the run: nothing vouches for it
+            self._timer = None
+            return
+        self.beat = time.monotonic()
+        self._timer = self.loop.call_later(beat_seconds(), self._beat)
+
+    def cancel(self) -> None:
+        """In the run's loop: ask it to end `canceled` (once)."""
+        if self.canceling or self.task.done():
+            return
+        self.canceling = True
+        self.on_cancel()
+
+    def cancel_threadsafe(self) -> None:
+        # A closed loop refuses: the run's lease then runs out and the sweep closes it.
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self.cancel)
+
+
+_live: dict[uuid.UUID, LiveRun] = {}
+_lock = threading.Lock()
+_wake = threading.Event()
+_watcher: threading.Thread | None = None
+
+
+def run_live(run_id: uuid.UUID, on_cancel: Callable[[], None]) -> LiveRun:
+    """The current task consumes the run from now on: beat for it, and call `on_cancel` (in
+    this loop) when the run is to be canceled. A later call for the same run (the consumer
+    that takes over from the one that queued it) replaces the earlier."""
+    task = asyncio.current_task()
+    assert task is not None, "a run is consumed in a task"
+    live = LiveRun(run_id, asyncio.get_running_loop(), task, on_cancel)
+    with _lock:
+        before = _live.get(run_id)
+        _live[run_id] = live
+    if before is not None:
+        before.stop()
+        live.canceling = before.canceling
+    live.start()
+    _watch()
+    return live
+
+
+def run_gone(live: LiveRun) -> None:
+    """The run is recorded (or given up): no more beats, no more cancels."""
+    live.stop()
+    with _lock:
+        if _live.get(live.run_id) is live:
+            del _live[live.run_id]
+
+
+def beating(run_ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
+    """Those of `run_ids` whose consumer beat within a renewal interval."""
+    fresh = time.monotonic() - liveness.interval_seconds()
+    with _lock:
+        return {
+            run_id
+            for run_id in run_ids
+            if (live := _live.get(run_id)) is not None and live.beat >= fresh
+        }
+
+
+def live_here(run_id: uuid.UUID) -> bool:
+    with _lock:
+        return run_id in _live
+
+
+def run_cancel(*, run_id: uuid.UUID, by: Any) -> bool:
+    """Ask the run to end `canceled`, wherever it runs: within CANCEL_POLL_SECONDS and a
+    statement's time in another serving process, at once in this one. False if the run is
+    not in progress (ended, or unknown). Who may cancel is the caller's check."""
+    asked = Run.objects.filter(pk=run_id, status=RunStatus.IN_PROGRESS).update(
+        cancel_requested_at=Coalesce(F("cancel_requested_at"), Now())
+    )
+    if not asked:
+        return False
+    logger.info("run %s: cancel requested by %s", run_id, by)
+    with _lock:
+        live = _live.get(run_id)
+    if live is not None:
+        live.cancel_threadsafe()
+    return True
+
+
+# ---------------------------------------------------------------- the watcher
+
+
+def _watch() -> None:
+    """Wake the watcher (started on first use in a serving process)."""
+    global _watcher
+    if not settings.LIVENESS_THREAD:
+        return  # the test runner, a management command: cancels reach only this process
+    if _watcher is None or not _watcher.is_alive():
+        with _lock:
+            if _watcher is None or not _watcher.is_alive():
+                _watcher = threading.Thread(target=_watch_loop, name="run-cancels", daemon=True)
+                _watcher.start()
+    _wake.set()
+
+
+def _watch_loop() -> None:
+    while True:
+        with _lock:
+            watched = [run_id for run_id, live in _live.items() if not live.canceling]
+        if not watched:
+            _close_connections()  # idle: hold no connection
+            _wake.wait()
+            _wake.clear()
+            continue
+        try:
+            flagged = set(
+                Run.objects.filter(pk__in=watched, cancel_requested_at__isnull=False).values_list(
+                    "pk", flat=True
+                )
+            )
+        except Exception:
+            logger.exception("run cancels: polling failed")
+            _close_connections()
+            flagged = set()
+        for run_id in flagged:
+            with _lock:
+                live = _live.get(run_id)
+            if live is not None:
+                live.cancel_threadsafe()
+        time.sleep(CANCEL_POLL_SECONDS)
+
+
+def _close_connections() -> None:
+    for connection in connections.all(initialized_only=True):
+        try:
+            connection.close()  # back to the pool
+        except Exception:
+            logger.exception("run cancels: closing a connection failed")
+
+
+def _forget_after_fork() -> None:
+    # The parent's runs and watcher stay the parent's.
+    global _watcher, _lock, _wake
+    _watcher = None
+    _lock = threading.Lock()
+    _wake = threading.Event()
+    _live.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
