@@ -1,4 +1,7 @@
-"""OpenAI chat completions over the runtime's events (agent-chat-completions-api.txt).
+"""OpenAI chat completions over the runtime's events (agent-chat-completions-api.txt): the
+seed's layout, on `/v1/chat/completions` and the per-agent `chat/completions`. The
+OpenAI-compatible base `/v1/openai` answers with OpenAI's own semantics instead (one
+message, the client's tools): agents.protocols.openai, over this package's request.
 
 The request is OpenAI's body plus the agent endpoint's `iteration_limit` and `mcp_servers`.
 The answer is a `chat.completion` object, or with `stream: true` server-sent events of
@@ -17,7 +20,8 @@ A run that fails after the stream began ends with OpenAI's mid-stream error even
 What the agent's version decides, the request cannot change: the model, the system prompt,
 the inference settings and the tools. `temperature`, `top_p`, `max_tokens`, `stop`, `seed`,
 `response_format`, `tool_choice` and other sampling options are accepted and ignored; a
-request that brings its own `tools`, or asks for more than one choice (`n`), is refused.
+request that brings its own `tools`, or asks for more than one choice (`n`), is refused
+(on these routes: `/v1/openai` takes the client's tools).
 `model` names the agent on `POST /v1/chat/completions` and is ignored on the per-agent route.
 
 `model` in the answer names the agent and version that answered (`calculator@3`), as the
