@@ -17,6 +17,7 @@ from agents.models import Agent, Run
 from retrieval.services import document_create
 
 URL = "/v1/a2a/Calculator"
+QUERIES_PER_LIST = 5  # token holder, environment, agent and permission, count, page
 
 
 @pytest.fixture
@@ -450,3 +451,41 @@ def test_a_body_over_the_apis_limit_is_413(
 
     assert answer.status_code == 413
     assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_list_tasks_reads_a_page_in_a_bounded_number_of_queries(
+    owner_client: APIClient, owner: Any, calculator: Agent, django_assert_max_num_queries: Any
+) -> None:
+    version = calculator.versions.get()
+
+    def runs(count: int) -> None:
+        for index in range(count):
+            Run.objects.create(
+                agent=calculator,
+                version=version,
+                caller=owner,
+                protocol="a2a",
+                status="completed",
+                thread_id="ctx",
+                messages=[{"role": "user", "content": f"q{index}"}],
+                output=f"a{index}",
+            )
+
+    def page(size: int) -> dict[str, Any]:
+        body = rpc(owner_client, "ListTasks", {"pageSize": size, "includeArtifacts": True})
+        return body["result"]  # type: ignore[no-any-return]
+
+    runs(2)
+    Run.objects.create(agent=calculator, version=version, caller=owner, protocol="openai")
+    # Authentication, the environment, the agent and its permission, the count, the page:
+    # the same few whether a page holds 2 tasks or 100.
+    with django_assert_max_num_queries(QUERIES_PER_LIST):
+        assert len(page(2)["tasks"]) == 2
+    runs(98)
+    with django_assert_max_num_queries(QUERIES_PER_LIST):
+        listed = page(100)
+    assert len(listed["tasks"]) == 100
+    assert listed["totalSize"] == 100  # the openai run is not an A2A task
+    assert listed["nextPageToken"] == ""
+    assert [t["artifacts"][0]["parts"][0]["text"] for t in listed["tasks"][:2]] == ["a97", "a96"]
