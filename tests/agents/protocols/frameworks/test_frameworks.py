@@ -230,3 +230,39 @@ def test_pydantic_ai_runs_the_client_tool(base: tuple[str, str], calculator: Age
     assert result.content == get_weather_result("Paris")
     assert get_weather_result("Paris") in ran.output
     assert ran.usage.requests == 2
+
+
+# ---------------------------------------------------------------- the README's snippet
+
+
+def readme_snippet() -> tuple[str, str]:
+    """(code, the output it shows) of the README's section on agent frameworks."""
+    readme = (Path(settings.BASE_DIR) / "README.md").read_text()
+    section = readme.split("## Agent frameworks over /v1/openai\n", 1)[1].split("\n## ", 1)[0]
+    blocks = section.split("```")
+    code = blocks[1].removeprefix("python\n")
+    shown = blocks[3].removeprefix("\n")  # the plain block after the code
+    return code, shown
+
+
+@LIVE
+def test_the_readmes_openai_agents_snippet_runs_as_shown(
+    base: tuple[str, str], make_agent: Any
+) -> None:
+    make_agent("Calculator", "tool", config=CALCULATOR["config"])
+    code, shown = readme_snippet()
+    assert 'base_url="http://localhost:8000/v1/openai"' in code
+    code = code.replace("http://localhost:8000/v1/openai", base[0])
+    prelude = f"import sys; sys.path.insert(0, {str(OPENAI_AGENTS)!r})\n"
+
+    done = subprocess.run(  # noqa: S603 (our interpreter, the README's code)
+        [sys.executable, "-I", "-c", prelude + code],
+        env={**os.environ, "TOKEN": base[1]},
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_DEADLINE,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == shown
