@@ -46,7 +46,14 @@ run: setup
 	exec $(BIN)/python -m uvicorn agentbuilder.asgi:application --lifespan off \
 		--no-proxy-headers --host $(HOST) --port $(PORT)
 
-test: $(VENV)/.installed-dev
+# The A2A JavaScript SDK the suite runs with Node (tests/agents/protocols/a2a/test_js_sdk.py),
+# from npm at the version package-lock.json pins; again only when that file changes.
+JS_A2A := tests/js/a2a
+$(JS_A2A)/node_modules/.installed: $(JS_A2A)/package-lock.json
+	cd $(JS_A2A) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: $(VENV)/.installed-dev $(JS_A2A)/node_modules/.installed
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-dev
