@@ -31,8 +31,10 @@ from retrieval.services import document_create, document_reingest
 from tests.conftest import client_for
 
 ROOT = Path(__file__).resolve().parents[2]
-STARTUP_SECONDS = 10
-TASK_SECONDS = 30
+# Waits for a condition, over as soon as it holds: generous, for a busy 2-core machine
+# (a worker process imports Django before its first task).
+STARTUP_SECONDS = 60
+TASK_SECONDS = 120
 
 # serialized_rollback restores the rows migrations create (the default environment).
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)

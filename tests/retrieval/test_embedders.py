@@ -196,12 +196,15 @@ def test_titan_batch_comes_back_in_input_order(bedrock: FakeBedrock) -> None:
 
 
 def test_titan_calls_of_a_batch_run_concurrently(bedrock: FakeBedrock) -> None:
-    bedrock.fallback = Turn(delay=0.3)
+    # The fake's delay is a sleep, which a busy machine does not stretch: one after the
+    # other, the eight calls take at least 8 s; together, 1 s and whatever the machine adds
+    # (up to 6 s, a margin a loaded machine honours).
+    bedrock.fallback = Turn(delay=1.0)
 
     started = time.monotonic()
-    titan().embed([f"text {i}" for i in range(8)])
+    titan(timeout=30.0).embed([f"text {i}" for i in range(8)])
 
-    assert time.monotonic() - started < 8 * 0.3 / 2
+    assert time.monotonic() - started < 7 * 1.0
     assert len(bedrock.requests) == 8
 
 

@@ -72,12 +72,17 @@ def slow_agent(fake_backend: Backend, make_agent: Any) -> Any:
     return make_agent("Calculator", "tool", config=fake_backend.config(CALCULATOR["config"]))
 
 
+# How long the cancel may take: well inside the model's 30 s hang, so what ends the run is
+# the client leaving and not the stream's end, with a margin a loaded machine honours (the
+# cancel itself is immediate: a quiet machine waits milliseconds).
+CANCEL_SECONDS = 15.0
+
+
 def assert_canceled(fake_backend: Backend, run_id: str) -> None:
     assert fake_backend.fake is not None
-    assert fake_backend.fake.disconnected.wait(2), "the model call was not abandoned"
-    status, waited = run_status_after(run_id, 2.0)
+    assert fake_backend.fake.disconnected.wait(CANCEL_SECONDS), "the model call was kept"
+    status, _ = run_status_after(run_id, CANCEL_SECONDS)
     assert status == "canceled"
-    assert waited < 1.0
     run = Run.objects.get(pk=run_id)
     assert run.completed_at is not None
     assert run.latency_ms is not None
@@ -111,7 +116,7 @@ def test_client_that_hangs_up_while_waiting_for_invoke_cancels_the_run(
     path = f"/v1/agents/{slow_agent.pk}/versions/latest/invoke"
     connection = post(live_server_port, path, token)
     assert fake_backend.fake is not None
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # a generous wait for the condition: a busy machine
     while not fake_backend.fake.requests:
         assert time.monotonic() < deadline, "the model was never called"
         time.sleep(0.01)

@@ -150,7 +150,7 @@ def async_sdk(port: int, token: str, agent: Agent | None = None) -> AsyncOpenAI:
 
 def finished_run(run_id: str) -> Run:
     """The run once the server has recorded its end (a stream's last bytes may come first)."""
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # returns when it holds; the margin is a busy machine's
     while (run := Run.objects.get(pk=run_id)).status == "in_progress":
         assert time.monotonic() < deadline, "the run was never recorded"
         time.sleep(0.02)
@@ -582,7 +582,7 @@ def test_a_client_that_hangs_up_mid_stream_cancels_the_run(
 
     fake = openai_backend.fake
     assert fake is not None
-    assert fake.disconnected.wait(2), "the model call was not abandoned"
+    assert fake.disconnected.wait(15), "the model call was not abandoned"  # busy machines
     run = finished_run(run_id)
     assert run.status == "canceled"
     assert run.messages[0] == {"role": "user", "content": "What is 3 x 5?"}

@@ -149,7 +149,9 @@ def test_calls_of_one_step_run_concurrently(monkeypatch):
         started.append(tag)
         if len(started) == 2:
             both.set()
-        await asyncio.wait_for(both.wait(), timeout=2)
+        # Concurrent calls meet at once; sequential ones never do and fail here. The wait
+        # is generous for a busy machine, where the second call may start late.
+        await asyncio.wait_for(both.wait(), timeout=30)
         return tag
 
     monkeypatch.setitem(

@@ -127,7 +127,7 @@ def answer(task: pb.Task) -> str:
 
 
 def finished_run(run_id: str) -> Run:
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # returns when it holds; the margin is a busy machine's
     while (run := Run.objects.get(pk=run_id)).status == "in_progress":
         assert time.monotonic() < deadline, "the run was never recorded"
         time.sleep(0.02)
@@ -415,13 +415,15 @@ def test_canceling_a_running_task_ends_its_stream_and_records_it_canceled(
     started = time.monotonic()
     seen, canceled = asyncio.run(stream_then_cancel())
 
-    assert time.monotonic() - started < 15  # not the model's 30 s
+    # Not the model's 30 s (the cancel, not the end of the answer, ended it), with room
+    # for a busy machine.
+    assert time.monotonic() - started < 25
     assert canceled.status.state == pb.TASK_STATE_CANCELED
     assert seen[-1].status_update.status.state == pb.TASK_STATE_CANCELED
     assert Run.objects.get(pk=canceled.id).status == "canceled"
     fake = openai_backend.fake
     assert fake is not None
-    assert fake.disconnected.wait(2), "the model call was not abandoned"
+    assert fake.disconnected.wait(15), "the model call was not abandoned"  # busy machines
 
 
 # ---------------------------------------------------------------- contexts are threads
@@ -490,7 +492,7 @@ def test_a_client_that_hangs_up_mid_stream_cancels_the_run(
 
     fake = openai_backend.fake
     assert fake is not None
-    assert fake.disconnected.wait(2), "the model call was not abandoned"
+    assert fake.disconnected.wait(15), "the model call was not abandoned"  # busy machines
     run = finished_run(run_id)
     assert run.status == "canceled"
     assert run.messages[0] == {"role": "user", "content": QUESTION}
@@ -594,12 +596,13 @@ def test_a_polling_client_gets_the_working_task_at_once_and_polls_it_to_its_end(
             a2a = ClientFactory(config).create(card)
             [first] = [u async for u in a2a.send_message(pb.SendMessageRequest(message=ask()))]
             polled = []
+            deadline = time.monotonic() + 60  # the model's 1.5 s, and a busy machine's
             while not polled or polled[-1].status.state == pb.TASK_STATE_WORKING:
+                assert time.monotonic() < deadline, "the task never left working"
                 await asyncio.sleep(0.1)
                 polled.append(await a2a.get_task(pb.GetTaskRequest(id=first.task.id)))
             return first.task, polled
 
-    started = time.monotonic()
     first, polled = asyncio.run(send_then_poll())
 
     assert first.status.state == pb.TASK_STATE_WORKING
@@ -607,7 +610,6 @@ def test_a_polling_client_gets_the_working_task_at_once_and_polls_it_to_its_end(
     assert polled[0].status.state == pb.TASK_STATE_WORKING  # the model takes its 1.5 s
     assert polled[-1].status.state == pb.TASK_STATE_COMPLETED
     assert answer(polled[-1]) == "Fifteen, as asked."
-    assert time.monotonic() - started < 10
     run = Run.objects.get(pk=first.id)
     assert (run.status, run.protocol, run.output) == ("completed", "a2a", "Fifteen, as asked.")
 
@@ -634,4 +636,4 @@ def test_a_task_left_running_by_its_send_can_be_canceled(
     assert Run.objects.get(pk=canceled.id).status == "canceled"
     fake = openai_backend.fake
     assert fake is not None
-    assert fake.disconnected.wait(2), "the model call was not abandoned"
+    assert fake.disconnected.wait(15), "the model call was not abandoned"  # busy machines

@@ -470,7 +470,7 @@ def test_a_client_that_cancels_its_call_cancels_the_run(
         request = asyncio.create_task(
             client.call_tool("Remote", {"message": "Count slowly."}, progress_callback=on_progress)
         )
-        await asyncio.wait_for(streaming.wait(), 10)
+        await asyncio.wait_for(streaming.wait(), 60)  # generous: a busy machine
         request.cancel()  # the 2026 protocol's cancel: the response stream is closed
         with pytest.raises(asyncio.CancelledError):
             await request
@@ -481,12 +481,12 @@ def test_a_client_that_cancels_its_call_cancels_the_run(
 
 
 def assert_canceled(openai_fake: FakeOpenAI) -> None:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30  # returns when it holds; the margin is a busy machine's
     while Run.objects.get().status == "in_progress" and time.monotonic() < deadline:
         time.sleep(0.05)
     run = Run.objects.get()
     assert (run.protocol, run.status) == ("mcp", "canceled")
-    assert openai_fake.disconnected.wait(5), "the model call was not abandoned"
+    assert openai_fake.disconnected.wait(30), "the model call was not abandoned"  # busy
 
 
 # ---------------------------------------------------------------- HTTP refusals
