@@ -47,6 +47,7 @@ from urllib.parse import quote
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import (
     A2AError,
+    ContentTypeNotSupportedError,
     InternalError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
@@ -534,11 +535,20 @@ def _open_run(request: RunRequest, message: pb.Message, agent_type: str) -> Invo
         locate = inputs.locate
         request = replace(request, inputs=inputs.inputs)
     else:
-        locate = lambda loc: PARTS  # noqa: E731 - the message is one text
+        # The message is one text; a refusal of one of its files names that part.
+        locate = lambda loc: loc if loc[: len(PARTS)] == PARTS else PARTS  # noqa: E731
         request = replace(request, messages=chat_messages(message))
     try:
         return invocation_start(request)
     except Invalid as exc:
+        files = [e for e in exc.errors if len(e.loc) > len(PARTS) and e.loc[: len(PARTS)] == PARTS]
+        if files and len(files) == len(exc.errors):  # the model reads no such file
+            data: dict[str, Any] = {"path": list(files[0].loc)}
+            if exc.run_id is not None:
+                data["taskId"] = str(exc.run_id)  # the failed run that records the refusal
+            raise ContentTypeNotSupportedError(
+                f"{files[0].msg}: send it to an agent whose model reads it", data=data
+            ) from None
         raise from_invalid(exc, locate) from None
     except TemplateOverLimit as exc:
         raise invalid_params([(locate(("body", "inputs")), exc.message)]) from None

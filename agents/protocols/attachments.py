@@ -83,3 +83,17 @@ def from_url(kind: Kind, url: str, loc: Loc, *, name: str = "") -> Attachment:
             "the server does not fetch URLs",
         )
     return from_base64(kind, match["type"], match["data"], loc, name=name)
+
+
+def kind_of(media_type: str) -> Kind | None:
+    """Whether a file of `media_type` is read as an image, a document, or not at all."""
+    media_type = media_type.strip().lower()
+    for kind, types in MEDIA_TYPES.items():
+        if media_type in types:
+            return kind
+    return None
+
+
+def from_bytes(kind: Kind, media_type: str, raw: bytes, loc: Loc, *, name: str = "") -> Attachment:
+    """A part given as bytes (A2A's `raw` part). Raises Invalid at `loc`."""
+    return _attachment(kind, media_type, raw, loc, name)

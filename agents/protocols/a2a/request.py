@@ -37,7 +37,8 @@ from pydantic import BaseModel, ValidationError
 
 from agentbuilder.api.parsers import MAX_DEPTH, check_json
 from agentbuilder.errors import Invalid
-from agents.llm.base import Message
+from agents.llm.base import Attachment, Message
+from agents.protocols import attachments
 from agents.protocols.a2a.dialects import METHODS, Dialect, Method, dialect_of
 from agents.protocols.a2a.errors import Path, RequestId, invalid_params
 
@@ -297,24 +298,46 @@ PARTS = ("params", "message", "parts")
 
 
 def chat_messages(message: pb.Message) -> tuple[Message, ...]:
-    """A tool or RAG agent's user message: its text parts, and data parts as JSON."""
+    """A tool or RAG agent's user message: its text parts, data parts as JSON, and files
+    given as bytes (1.0's `raw`, 0.3's FileWithBytes) of a media type a model may read
+    (agents.protocols.attachments) as its attachments. A file of another type, or one
+    named by URL (the server fetches none), is a part the agent cannot read: -32005."""
     texts: list[str] = []
+    files: list[Attachment] = []
     for index, part in enumerate(message.parts):
-        kind = part.WhichOneof("content")
+        kind, at = part.WhichOneof("content"), (*PARTS, index)
         if kind == "text":
             texts.append(part.text)
         elif kind == "data":
             texts.append(json.dumps(part_data(part), ensure_ascii=False))
-        else:  # a file: bytes (1.0 `raw`, 0.3 FileWithBytes) or a URL
-            raise ContentTypeNotSupportedError(
-                f"Part {index} is a file ({part.media_type or 'no media type'}): this agent "
-                "reads text and data parts",
-                data={"path": [*PARTS, index], "mediaType": part.media_type},
-            )
+        elif kind == "raw" and (read_as := attachments.kind_of(part.media_type)) is not None:
+            try:
+                files.append(
+                    attachments.from_bytes(
+                        read_as, part.media_type, part.raw, at, name=part.filename
+                    )
+                )
+            except Invalid as exc:
+                raise invalid_params([(item.loc, item.msg) for item in exc.errors]) from None
+        else:
+            raise unreadable(at, part)
     text = "\n".join(t for t in texts if t.strip())
     if not text:
         raise invalid_params([(PARTS, "send the question as a text part")])
-    return (Message("user", text),)
+    return (Message("user", text, attachments=tuple(files)),)
+
+
+def unreadable(at: Path, part: pb.Part) -> ContentTypeNotSupportedError:
+    media_type = part.media_type or "no media type"
+    if part.WhichOneof("content") == "url":
+        why = "the server fetches no URL: send the file's bytes"
+    else:
+        readable = sorted(t for types in attachments.MEDIA_TYPES.values() for t in types)
+        why = f"this agent reads text and data parts, and files of {', '.join(readable)}"
+    return ContentTypeNotSupportedError(
+        f"Part {at[-1]} is a file ({media_type}): {why}",
+        data={"path": list(at), "mediaType": part.media_type},
+    )
 
 
 def part_data(part: pb.Part) -> Any:

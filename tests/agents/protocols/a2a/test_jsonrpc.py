@@ -4,12 +4,14 @@ leaves a run behind."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.test import override_settings
 from rest_framework.test import APIClient
 
 from agents.examples import CALCULATOR, PERSON_EXTRACTOR, SUMMARIZER
@@ -130,7 +132,7 @@ def test_a_10_send_without_a_message_id_is_invalid_params_naming_it(
 @pytest.mark.parametrize(
     ("method", "part"),
     [
-        ("SendMessage", {"raw": "JVBERi0=", "mediaType": "application/pdf", "filename": "a.pdf"}),
+        ("SendMessage", {"raw": "UEsDBA==", "mediaType": "application/zip", "filename": "a.zip"}),
         ("SendMessage", {"url": "https://example.invalid/a.png", "mediaType": "image/png"}),
         ("message/send", {"kind": "file", "file": {"uri": "https://example.invalid/a.pdf"}}),
         ("message/send", {"kind": "file", "file": {"bytes": "JVBERi0=", "mimeType": "x/y"}}),
@@ -149,8 +151,62 @@ def test_a_part_the_agent_cannot_read_is_content_type_not_supported(
     assert refused["code"] == -32005
     data = refused["data"] if method == "message/send" else refused["data"][0]["metadata"]
     assert data["path"] == ["params", "message", "parts", 1]
-    assert "reads text and data parts" in refused["message"]
+    assert "Part 1 is a file" in refused["message"]
     assert not Run.objects.exists()
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(60))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("method", ["SendMessage", "message/send"])
+def test_a_file_a_model_reads_is_an_attachment_of_the_message(
+    owner_client: APIClient, calculator: Agent, method: str
+) -> None:
+    data = base64.b64encode(PNG).decode()
+    if method == "SendMessage":
+        image = {"raw": data, "mediaType": "image/png", "filename": "a.png"}
+        params = {
+            "message": {
+                "messageId": "m-1",
+                "role": "ROLE_USER",
+                "parts": [{"text": "What is it?"}, image],
+            }
+        }
+    else:
+        image = {"kind": "file", "file": {"bytes": data, "mimeType": "image/png", "name": "a.png"}}
+        params = legacy({"kind": "text", "text": "What is it?"}, image)
+    body = rpc(owner_client, method, params)
+
+    assert "error" not in body, body
+    run = Run.objects.get()
+    assert run.status == "completed"
+    assert run.messages[0]["attachments"] == [
+        {"type": "image", "mediaType": "image/png", "name": "a.png", "bytes": len(PNG)}
+    ]
+
+
+@pytest.mark.django_db
+def test_a_file_the_agents_model_cannot_read_is_content_type_not_supported(
+    owner_client: APIClient, make_agent: Any
+) -> None:
+    make_agent(
+        "Calculator",
+        "tool",
+        config={**CALCULATOR["config"], "llmModelId": "amazon.nova-micro-v1:0"},
+    )
+    image = {"raw": base64.b64encode(PNG).decode(), "mediaType": "image/png"}
+    message = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "What is it?"}, image]}
+
+    with override_settings(LLM_OFFLINE=False):  # the offline model reads images
+        refused = error(rpc(owner_client, "SendMessage", {"message": message}))
+
+    assert refused["code"] == -32005
+    assert "cannot read images" in refused["message"]
+    metadata = refused["data"][0]["metadata"]
+    assert metadata["path"] == ["params", "message", "parts", 1]
+    run = Run.objects.get()  # recorded, as every protocol records a refused start
+    assert (str(run.pk), run.status) == (metadata["taskId"], "failed")
 
 
 @pytest.mark.django_db
@@ -474,7 +530,7 @@ def test_list_tasks_reads_a_page_in_a_bounded_number_of_queries(
 
     def page(size: int) -> dict[str, Any]:
         body = rpc(owner_client, "ListTasks", {"pageSize": size, "includeArtifacts": True})
-        return body["result"]  # type: ignore[no-any-return]
+        return body["result"]
 
     runs(2)
     Run.objects.create(agent=calculator, version=version, caller=owner, protocol="openai")

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.compat.v0_3 import types as v03
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import (
@@ -51,7 +51,9 @@ def card_url(port: int, name: str = "calculator") -> str:
     return base(port, name) + "/.well-known/agent-card.json"
 
 
-async def client_of(http: httpx.AsyncClient, port: int, version: str, name: str = "calculator"):
+async def client_of(
+    http: httpx.AsyncClient, port: int, version: str, name: str = "calculator"
+) -> Client:
     """The SDK's client through the card's interface of protocol `version`."""
     card = await A2ACardResolver(http, base(port, name)).get_agent_card()
     kept = [i for i in card.supported_interfaces if i.protocol_version == version]
@@ -310,9 +312,9 @@ def test_a_send_without_message_id_or_with_a_file_part_is_refused_and_starts_no_
     assert refused.data is not None
     assert refused.data["path"] == ["params", "message", "messageId"]
 
-    pdf = ask()
-    pdf.parts.append(pb.Part(raw=b"%PDF-1.4", media_type="application/pdf", filename="a.pdf"))
-    refused = asyncio.run(go(pdf))
+    archive = ask()
+    archive.parts.append(pb.Part(raw=b"PK\x03\x04", media_type="application/zip", filename="a.zip"))
+    refused = asyncio.run(go(archive))
     assert isinstance(refused, ContentTypeNotSupportedError)
     assert refused.data is not None
     assert refused.data["path"] == ["params", "message", "parts", 1]
