@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from pydantic import BaseModel
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -33,7 +33,7 @@ from agents.api.chat import (
 from agents.api.views import ENVIRONMENT
 from agents.models import Agent
 from agents.protocols.chat_completions.request import ChatCompletionRequest
-from agents.protocols.openai.encoder import MessageEncoder, completion_body
+from agents.protocols.openai.encoder import MessageEncoder, OpenAICompletion, completion_body
 from agents.protocols.openai.request import OpenAIChatCompletionRequest
 from agents.runs.start import Invocation
 from agents.runtime.events import Event
@@ -125,6 +125,15 @@ CLIENT_TOOL_REQUEST = OpenApiExample(
 )
 
 
+OPENAI_ANSWERS = {
+    (200, "application/json"): OpenApiResponse(
+        OpenAICompletion,
+        description="A `chat.completion`; with `stream: true`, server-sent events.",
+    ),
+    (200, "text/event-stream"): ANSWERS[(200, "text/event-stream")],
+}
+
+
 class OpenAIChatCompletionsView(ModelChatCompletionsView):
     request_class = OpenAIChatCompletionRequest
 
@@ -133,7 +142,7 @@ class OpenAIChatCompletionsView(ModelChatCompletionsView):
         parameters=[ENVIRONMENT],
         request=OpenAIChatCompletionRequest,
         examples=[COMPLETION_REQUEST, CLIENT_TOOL_REQUEST],
-        responses=ANSWERS,
+        responses=OPENAI_ANSWERS,
         tags=["openai"],
         summary="OpenAI chat completions with the agent that `model` names",
     )

@@ -19,9 +19,18 @@ docstring says why):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from agents.protocols.chat_completions.encoder import DONE, completion_id, usage_body
+from pydantic import BaseModel, Field
+
+from agents.protocols.chat_completions.encoder import (
+    DONE,
+    ChatCompletion,
+    CompletionChoice,
+    CompletionMessage,
+    completion_id,
+    usage_body,
+)
 from agents.protocols.chat_completions.errors import error_body
 from agents.protocols.sse import sse
 from agents.runtime.events import (
@@ -35,6 +44,47 @@ from agents.runtime.events import (
 )
 
 STEP_SEPARATOR = "\n\n"  # between the texts of model steps with tool activity between them
+
+
+# The answer's shapes for the OpenAI document, past the seed's: completion_body writes them.
+class FunctionCallOut(BaseModel):
+    name: str
+    arguments: str = Field(description="A JSON object as text.")
+
+
+class ToolCallOut(BaseModel):
+    id: str
+    type: Literal["function"]
+    function: FunctionCallOut
+
+
+class OpenAIMessage(CompletionMessage):
+    tool_calls: list[ToolCallOut] | None = Field(
+        None, description="Calls of the client's tools only; the agent's own run on the server."
+    )
+
+
+class OpenAIChoice(CompletionChoice):
+    message: OpenAIMessage
+
+
+class Activity(BaseModel):
+    event: Literal["tool_call", "tool_result"]
+    name: str
+    id: str
+    arguments: str | None = Field(None, description="tool_call: a JSON object as text.")
+    result: str | None = Field(None, description="tool_result: what the tool answered.")
+
+
+class Extension(BaseModel):
+    events: list[Activity]
+
+
+class OpenAICompletion(ChatCompletion):
+    choices: list[OpenAIChoice]  # type: ignore[assignment]
+    agentbuilder: Extension | None = Field(
+        None, description="The agent's own tool calls and results, in order (server side)."
+    )
 
 
 class MessageEncoder:

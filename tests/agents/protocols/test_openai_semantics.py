@@ -21,7 +21,7 @@ from agents.examples import CALCULATOR
 from agents.llm.base import ModelRequest, Usage
 from agents.llm.openai import _wire_body
 from agents.models import Agent, Run
-from agents.protocols.openai.encoder import MessageEncoder, completion_body
+from agents.protocols.openai.encoder import MessageEncoder, OpenAICompletion, completion_body
 from agents.runtime.events import (
     Event,
     Intervention,
@@ -158,6 +158,7 @@ def test_the_streamed_message_is_the_whole_answers_message(name: str) -> None:
     chunks, streamed = stream_and_body(events, **options)
     body = completion_body([CREATED, *events], **options)
 
+    OpenAICompletion.model_validate(body)  # the shape the OpenAPI document gives
     [choice] = streamed.choices
     whole = body["choices"][0]
     assert choice.message.content == (whole["message"]["content"] or "")
