@@ -118,6 +118,14 @@ VERSION_HEADER = "A2A-Version"
 AGENT_NAME = OpenApiParameter(
     "name", str, OpenApiParameter.PATH, description="Agent name, or `name@version`."
 )
+CARD_VERSION = OpenApiParameter(
+    VERSION_HEADER,
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="`1.0`: the cards as A2A 1.0 writes them (protobuf JSON); none or `0.3`: as "
+    "0.3 does, with 1.0's `supportedInterfaces` beside its `url`.",
+)
 
 
 class _JsonAnswers(BaseContentNegotiation):
@@ -193,7 +201,7 @@ class _CardView(AsyncApiView):
 class A2AAgentListView(_CardView):
     @extend_schema(
         operation_id="a2a_agents_list",
-        parameters=[ENVIRONMENT],
+        parameters=[ENVIRONMENT, CARD_VERSION],
         responses={
             200: OpenApiResponse(
                 OpenApiTypes.OBJECT,
@@ -205,7 +213,8 @@ class A2AAgentListView(_CardView):
         description="Each agent as an A2A agent (a2a-protocol.org): its card names its "
         "JSON-RPC endpoint, `POST /v1/a2a/{name}` (`message/send`, `message/stream`, "
         "`tasks/get`, `tasks/cancel`, or 1.0's `SendMessage` ...), its skills and the "
-        "Bearer token it takes.",
+        "Bearer token it takes. With A2A_PUBLIC_CARDS: every agent of the environment, "
+        "no token needed.",
     )
     async def get(self, request: Request) -> HttpResponseBase:
         return _card_answer(request, await in_db(self._list)())
@@ -229,12 +238,13 @@ class A2AAgentListView(_CardView):
 class A2AAgentCardView(_CardView):
     @extend_schema(
         operation_id="a2a_agent_card",
-        parameters=[AGENT_NAME, ENVIRONMENT],
+        parameters=[AGENT_NAME, ENVIRONMENT, CARD_VERSION],
         responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The agent card.")},
         tags=["a2a"],
         summary="One agent's A2A agent card",
-        description="For a caller who may READ or INVOKE the agent; `name@3` or `name@prod` "
-        "is the card of that version, its endpoint running it.",
+        description="For a caller who may READ or INVOKE the agent (anyone, with "
+        "A2A_PUBLIC_CARDS); `name@3` or `name@prod` is the card of that version, its endpoint "
+        "running it.",
     )
     async def get(self, request: Request, name: str) -> HttpResponseBase:
         return _card_answer(request, await in_db(self._get)(name))
