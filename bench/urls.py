@@ -207,8 +207,25 @@ def _floor_end(run_id: str) -> None:
                 "output": None,
                 "error": None,
                 "steps": "[]",
+                # The run's events, kept with its end as a short invoke's are.
+                "events": FLOOR_EVENTS,
+                "first": 0,
             },
         )
+
+
+FLOOR_EVENTS = json.dumps(
+    [
+        {
+            "type": "response_created",
+            "response_id": "resp_floor",
+            "model": "floor",
+            "created_at": 0,
+        },
+        *({"type": "text_delta", "text": text} for text in ("Hello ", "from ", "the ", "floor.")),
+        {"type": "response_completed", "usage": {"input_tokens": 1, "output_tokens": 1}},
+    ]
+)
 
 
 @csrf_exempt
