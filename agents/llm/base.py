@@ -87,12 +87,6 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...] = ()
     # None: the model decides; a tool name: the model must call that tool
     force_tool: str | None = None
-    # Without a forced tool: "auto" (the model decides), "none" (no tool call), "required"
-    # (some tool call). OpenAI's tool_choice, as a client of /v1/openai asks for it.
-    tool_choice: Literal["auto", "none", "required"] = "auto"
-    # False: at most one tool call in the answer. Providers that cannot be told so are
-    # trimmed to the first call by the runtime.
-    parallel_tool_calls: bool = True
     max_tokens: int = 4000
     temperature: float = 0.0
     max_retries: int = 10
@@ -102,6 +96,12 @@ class ModelRequest:
     # The offline model, which cannot read a prompt, goes by them.
     purpose: Purpose = "chat"
     context: tuple[str, ...] = ()
+    # Without a forced tool: "auto" (the model decides), "none" (no tool call), "required"
+    # (some tool call). OpenAI's tool_choice, as a client of /v1/openai asks for it.
+    tool_choice: Literal["auto", "none", "required"] = "auto"
+    # False: at most one tool call in the answer. Providers that cannot be told so are
+    # trimmed to the first call by the runtime.
+    parallel_tool_calls: bool = True
 
 
 @dataclass(frozen=True)
