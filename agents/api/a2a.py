@@ -65,7 +65,7 @@ from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNeg
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from agentbuilder.api.parsers import RequestTooLarge
+from agentbuilder.api.parsers import RequestTooLarge, check_text
 from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
@@ -190,7 +190,10 @@ class _CardView(AsyncApiView):
     @property
     def card_environment(self) -> Any:
         if self.request.user is None:  # no token: A2A_PUBLIC_CARDS let it in
-            return selectors.environment_public(reference=self.request.headers.get("X-Environment"))
+            header = self.request.headers.get("X-Environment")
+            if header is not None:  # as ApiView.environment: text PostgreSQL can compare
+                check_text(header, ("header", "X-Environment"))
+            return selectors.environment_public(reference=header)
         return self.environment
 
     @property

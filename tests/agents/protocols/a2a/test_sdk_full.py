@@ -23,6 +23,7 @@ from a2a.utils.proto_utils import validate_proto_required_fields
 from django.core.asgi import get_asgi_application
 from django.test import override_settings
 from google.protobuf.json_format import ParseDict
+from rest_framework.test import APIClient
 
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
@@ -340,6 +341,11 @@ def test_public_cards_need_no_token_and_the_endpoint_still_does(
         listed = httpx.get(root, headers={"X-Environment": "default"})
         assert [c["name"] for c in listed.json()["agents"]] == ["Calculator", "hidden"]
         assert httpx.get(card_url(port, "nobody")).status_code == 404
+        assert httpx.get(root, headers={"X-Environment": "elsewhere"}).status_code == 404
+        # A header no HTTP client of ours sends (they refuse a NUL), in process:
+        nul = APIClient().get("/v1/a2a", HTTP_X_ENVIRONMENT="a\x00b")
+        assert nul.status_code == 400
+        assert nul.json()["detail"][0]["loc"] == ["header", "X-Environment"]
         resolved = asyncio.run(card_of_anonymous(port))
         assert resolved.name == "Calculator"
         rpc = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
