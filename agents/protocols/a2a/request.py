@@ -86,8 +86,11 @@ class Cursor:
         try:
             raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
             started_at, run_id = json.loads(raw)
-            return Cursor(datetime.fromisoformat(started_at), uuid.UUID(run_id))
-        except (binascii.Error, ValueError, TypeError):
+            cursor = Cursor(datetime.fromisoformat(started_at), uuid.UUID(run_id))
+            if cursor.started_at.tzinfo is None:  # ours carry their offset
+                raise ValueError("naive")
+            return cursor
+        except (binascii.Error, ValueError, TypeError, AttributeError):
             raise invalid_params(
                 [(("params", "pageToken"), "not a pageToken of this server's ListTasks")]
             ) from None
@@ -319,6 +322,8 @@ def chat_messages(message: pb.Message) -> tuple[Message, ...]:
                 )
             except Invalid as exc:
                 raise invalid_params([(item.loc, item.msg) for item in exc.errors]) from None
+        elif kind is None:
+            raise invalid_params([(at, "a part holds text, data, raw bytes or a url")])
         else:
             raise unreadable(at, part)
     text = "\n".join(t for t in texts if t.strip())

@@ -34,7 +34,12 @@ MESSAGE = st.fixed_dictionaries(
     optional={"contextId": ANY_TEXT, "taskId": ANY_TEXT, "metadata": JSON_VALUES},
 )
 SENDS = ("message/send", "SendMessage")
-METHOD = st.sampled_from([*SENDS, "tasks/get", "GetTask", "CancelTask"])
+METHOD = st.sampled_from([*SENDS, "tasks/get", "GetTask", "CancelTask", "ListTasks"])
+LISTING = st.dictionaries(
+    st.sampled_from(["contextId", "status", "pageSize", "pageToken", "historyLength"]) | ANY_TEXT,
+    JSON_VALUES,
+    max_size=4,
+)
 
 
 @pytest.fixture
@@ -50,14 +55,26 @@ def client(owner: Any, make_agent: Any) -> APIClient:
     method=METHOD,
     message=MESSAGE,
     task_id=ANY_TEXT,
+    listing=LISTING,
     agent=st.sampled_from(["Calculator", "summarizer"]),
 )
 def test_any_params_are_answered_or_refused_never_a_500(
-    client: APIClient, method: str, message: dict[str, Any], task_id: str, agent: str
+    client: APIClient,
+    method: str,
+    message: dict[str, Any],
+    task_id: str,
+    listing: dict[str, Any],
+    agent: str,
 ) -> None:
     cache.clear()  # the per-user throttle counts every example
     runs = Run.objects.count()
-    params = {"message": message} if method in SENDS else {"id": task_id}
+    params = (
+        {"message": message}
+        if method in SENDS
+        else listing
+        if method == "ListTasks"
+        else {"id": task_id}
+    )
     raw = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 
     response = client.post(f"/v1/a2a/{agent}", raw, content_type="application/json")
@@ -67,7 +84,7 @@ def test_any_params_are_answered_or_refused_never_a_500(
     assert Run.objects.filter(status="in_progress").count() == 0
     recorded = Run.objects.count() - runs
     if "error" in body:
-        assert body["error"]["code"] in (-32602, -32001, -32004), body
+        assert body["error"]["code"] in (-32602, -32001, -32004, -32005), body
         # Only the run's own refusal (inputs against the inputSchema) is recorded, failed.
         assert recorded == ("taskId" in _error_data(body["error"])), body
     else:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -232,6 +234,10 @@ def test_the_push_notification_methods_are_not_supported_yet(
     assert "webhooks" in refused["message"]
 
 
+def _token(value: Any) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode()
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("params", "path"),
@@ -240,6 +246,12 @@ def test_the_push_notification_methods_are_not_supported_yet(
         ({"pageSize": 101}, ["params", "pageSize"]),
         ({"historyLength": -1}, ["params", "historyLength"]),
         ({"pageToken": "not-ours"}, ["params", "pageToken"]),
+        ({"pageToken": _token(["2026-01-01T00:00:00+00:00", 5])}, ["params", "pageToken"]),
+        (
+            {"pageToken": _token(["2026-01-01T00:00:00", str(uuid.uuid4())])},
+            ["params", "pageToken"],
+        ),
+        ({"pageToken": _token({"a": 1})}, ["params", "pageToken"]),
         ({"status": "working"}, ["params", "status"]),
     ],
 )
@@ -545,3 +557,40 @@ def test_list_tasks_reads_a_page_in_a_bounded_number_of_queries(
     assert listed["totalSize"] == 100  # the openai run is not an A2A task
     assert listed["nextPageToken"] == ""
     assert [t["artifacts"][0]["parts"][0]["text"] for t in listed["tasks"][:2]] == ["a97", "a96"]
+
+
+@pytest.mark.django_db
+def test_list_tasks_filters_by_status_context_and_status_timestamp(
+    owner_client: APIClient, owner: Any, calculator: Agent
+) -> None:
+    version = calculator.versions.get()
+    long_ago = datetime(2020, 1, 1, tzinfo=UTC)
+
+    def run(status: str, thread: str, completed_at: datetime | None) -> str:
+        made = Run.objects.create(
+            agent=calculator,
+            version=version,
+            caller=owner,
+            protocol="a2a",
+            status=status,
+            thread_id=thread,
+            completed_at=completed_at,
+        )
+        return str(made.pk)
+
+    old = run("completed", "a", long_ago)
+    done = run("completed", "b", datetime.now(UTC))
+    failed = run("failed", "a", datetime.now(UTC))
+    working = run("in_progress", "b", None)
+
+    def listed(**params: Any) -> list[str]:
+        result = rpc(owner_client, "ListTasks", params)["result"]
+        return [task["id"] for task in result["tasks"]]
+
+    assert listed() == [working, failed, done, old]
+    assert listed(statusTimestampAfter="2021-01-01T00:00:00Z") == [working, failed, done]
+    assert listed(status="TASK_STATE_COMPLETED") == [done, old]
+    assert listed(status="TASK_STATE_WORKING") == [working]
+    assert listed(status="TASK_STATE_INPUT_REQUIRED") == []  # no run is in it
+    assert listed(contextId="a") == [failed, old]
+    assert listed(contextId="a", status="TASK_STATE_FAILED") == [failed]
