@@ -1,11 +1,12 @@
 """This process's live runs: each one's heartbeat, beaten by the event loop that consumes
 it, and the cancels that reach it from any process.
 
-- **Heartbeat.** A run is live from the moment a task starts consuming it (a request's
-  stream, the detached runner, agents.runs.detached) until it is recorded. A timer on that
-  task's event loop stamps its beat while the task is not done. The liveness thread renews
-  the lease of a started run only if its beat is fresh (agents.runs.leases), so a run whose
-  task died without recording it, or whose loop is blocked (deadlocked), is closed
+- **Heartbeat.** A run is live from the moment its events start being consumed (a
+  request's stream, the detached runner, agents.runs.detached) until it is recorded. A
+  timer on the event loop consuming it stamps its beat while that loop runs and still
+  holds the run's consumer. The liveness thread renews the lease of a started run only if
+  its beat is fresh (agents.runs.leases), so a run whose loop is blocked (deadlocked) or
+  gone, whose consumer was dropped, or whose end could not be written, is closed
   `interrupted` by the sweep within LIVENESS_SECONDS though its process lives on. The
   renewal stays one UPDATE per process and pass; what the beat adds is that the code
   running the run vouches for it, not the process.
@@ -23,13 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import os
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -52,17 +54,22 @@ def beat_seconds() -> float:
     return liveness.interval_seconds() / 2
 
 
-@dataclass(eq=False)
 class LiveRun:
-    """A run being consumed by `task` on `loop`; `on_cancel` runs in that loop."""
+    """A run consumed on `loop`. `on_cancel` runs in that loop; a bound method is held
+    weakly, so a consumer that is dropped without closing the run (nothing references it
+    any more) is collected, and closed by asyncio's finalizer, rather than kept alive and
+    vouched for here."""
 
-    run_id: uuid.UUID
-    loop: asyncio.AbstractEventLoop
-    task: asyncio.Task[Any]
-    on_cancel: Callable[[], None]
-    beat: float = field(default_factory=time.monotonic)
-    canceling: bool = False
-    _timer: asyncio.TimerHandle | None = None
+    def __init__(
+        self, run_id: uuid.UUID, loop: asyncio.AbstractEventLoop, on_cancel: Callable[[], None]
+    ) -> None:
+        self.run_id, self.loop = run_id, loop
+        self._on_cancel: Callable[[], Callable[[], None] | None] = (
+            weakref.WeakMethod(on_cancel) if inspect.ismethod(on_cancel) else lambda: on_cancel
+        )
+        self.beat = time.monotonic()
+        self.canceling = False
+        self._timer: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
         self._beat()
@@ -73,7 +80,8 @@ class LiveRun:
             self._timer = None
 
     def _beat(self) -> None:
-        if self.task.done():  # it ended without recording the run: nothing vouches for it
+        # The loop runs this timer: it is not blocked, and it still holds the run's consumer.
+        if self._on_cancel() is None:  # the consumer is gone: nothing vouches for the run
             self._timer = None
             return
         self.beat = time.monotonic()
@@ -81,10 +89,11 @@ class LiveRun:
 
     def cancel(self) -> None:
         """In the run's loop: ask it to end `canceled` (once)."""
-        if self.canceling or self.task.done():
+        on_cancel = self._on_cancel()
+        if self.canceling or on_cancel is None:
             return
         self.canceling = True
-        self.on_cancel()
+        on_cancel()
 
     def cancel_threadsafe(self) -> None:
         # A closed loop refuses: the run's lease then runs out and the sweep closes it.
@@ -99,12 +108,11 @@ _watcher: threading.Thread | None = None
 
 
 def run_live(run_id: uuid.UUID, on_cancel: Callable[[], None]) -> LiveRun:
-    """The current task consumes the run from now on: beat for it, and call `on_cancel` (in
-    this loop) when the run is to be canceled. A later call for the same run (the consumer
-    that takes over from the one that queued it) replaces the earlier."""
-    task = asyncio.current_task()
-    assert task is not None, "a run is consumed in a task"
-    live = LiveRun(run_id, asyncio.get_running_loop(), task, on_cancel)
+    """The run is consumed on this loop from now on: beat for it while the loop runs, and
+    call `on_cancel` (in this loop) when the run is to be canceled. A later call for the
+    same run (the consumer that takes over from the one that queued it) replaces the
+    earlier."""
+    live = LiveRun(run_id, asyncio.get_running_loop(), on_cancel)
     with _lock:
         before = _live.get(run_id)
         _live[run_id] = live

@@ -219,10 +219,16 @@ def sweeps_in(log: str) -> int:
     return sum(int(n) for n in re.findall(r"(\d+) run\(s\) whose process stopped", log))
 
 
-def stream_to_the_end(port: int, agent: Agent, token: str) -> str:
+def stream_to_the_end(
+    port: int,
+    agent: Agent,
+    token: str,
+    route: str = "invoke-stream",
+    payload: dict[str, Any] | None = None,
+) -> str:
     connection_ = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    path = f"/v1/agents/{agent.pk}/versions/latest/invoke-stream"
-    body = json.dumps({"messages": [{"role": "user", "content": "Count"}]})
+    path = f"/v1/agents/{agent.pk}/versions/latest/{route}"
+    body = json.dumps(payload or {"messages": [{"role": "user", "content": "Count"}]})
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     connection_.request("POST", path, body, headers)
     response = connection_.getresponse()
@@ -236,6 +242,29 @@ async def get_task(port: int, token: str, task_id: str) -> pb.Task:
     async with session(token) as http:
         a2a = await client_of(http, port)
         return await a2a.get_task(pb.GetTaskRequest(id=task_id))
+
+
+def test_streams_longer_than_a_lease_keep_it_on_every_route(
+    model: FakeOpenAI, counter: Agent, token: str, tmp_path: Path
+) -> None:
+    # Each stream lasts two leases: only beats from the loops consuming them keep them,
+    # whichever way the route consumes its run (paced in tasks of their own by the chat
+    # route's keep-alive, in the request's task, in the detached runner).
+    model.fallback = Turn(text=[f"{n}, " for n in range(16)], pause=LIVENESS / 12)
+    ask_ = {"messages": [{"role": "user", "content": "Count slowly."}]}
+    with serve(tmp_path / "server.log") as server:
+        detached = asyncio.run(send_at_once(server.port, token, "Count slowly."))
+        for route, body in (
+            ("chat/completions", {**ask_, "stream": True}),
+            ("invoke-stream", ask_),
+        ):
+            stream_to_the_end(server.port, counter, token, route, body)
+        wait_for(lambda: Run.objects.get(pk=detached.id).status != "in_progress", "detached")
+        log = server.output()
+
+    statuses = sorted(Run.objects.filter(agent=counter).values_list("status", flat=True))
+    assert statuses == ["completed"] * 3, log
+    assert sweeps_in(log) == 0
 
 
 # ---------------------------------------------------------------- two processes

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from django.core.asgi import get_asgi_application
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 
 from agents.examples import CALCULATOR
@@ -57,7 +57,7 @@ def test_closing_the_playground_stream_cancels_its_run(
         "Referer": "http://127.0.0.1/admin/",
     }
 
-    with live_app(get_asgi_application()) as served:
+    with override_settings(LLM_OFFLINE=False), live_app(get_asgi_application()) as served:
         page = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
         path = reverse("admin:agents_agent_playground_stream", args=[agent.pk])
         page.request("POST", path, body, {**headers, "Host": f"127.0.0.1:{served.port}"})
@@ -66,7 +66,9 @@ def test_closing_the_playground_stream_cancels_its_run(
         run_id = response.getheader("X-Run-Id")
         read = b""
         while b"one, " not in read:  # both deltas: the run waits on the model
-            read += response.read1()
+            chunk = response.read1()
+            assert chunk, f"the stream ended: {read!r}"
+            read += chunk
         page.close()  # the page is closed
 
         deadline = time.monotonic() + 60  # a busy machine's margin; returns when it holds
