@@ -8,6 +8,7 @@ import sys
 from collections.abc import AsyncGenerator
 
 from agentbuilder.db import in_db
+from agents.models import RunStatus
 from agents.runs import leases, live
 from agents.runs.record import RunRecorder
 from agents.runs.start import Invocation
@@ -45,6 +46,7 @@ class RecordedEvents:
         self._cancel_requested = False
         self._waiting: asyncio.Task[object] | None = None  # the consumer, inside __anext__
         self._over = False
+        self._recorder: RunRecorder | None = None
         self._events = self._recorded()
 
     def __aiter__(self) -> RecordedEvents:
@@ -69,8 +71,10 @@ class RecordedEvents:
             self._waiting = None
 
     def _cancel(self) -> None:
-        """A cancel reached the run (in its loop): stop it where it waits."""
-        if self._cancel_requested:
+        """A cancel reached the run (in its loop): stop it where it waits, unless it has
+        ended already (its end is being written)."""
+        recorder = self._recorder
+        if self._cancel_requested or (recorder and recorder.status != RunStatus.IN_PROGRESS):
             return
         self._cancel_requested = True
         if self._waiting is not None:
@@ -87,7 +91,7 @@ class RecordedEvents:
 
     async def _recorded(self) -> AsyncGenerator[Event, None]:
         invocation = self.invocation
-        recorder = RunRecorder(invocation)
+        recorder = self._recorder = RunRecorder(invocation)
         running = live.run_live(invocation.run_id, self._cancel)
         canceled = False
         try:

@@ -76,8 +76,11 @@ def token(owner: Any) -> str:
     return token_encode(user_id=owner.pk, environment_id=None)[0]
 
 
-def serve(log: Path, **env: str) -> Any:
-    return server_process(log, **SERVER_ENV, **env)
+def serve(log: Path, model: FakeOpenAI, **env: str) -> Any:
+    """A server process on this test's fake model (named here: another module's fake may
+    be the one the environment names)."""
+    fake = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk-test"}
+    return server_process(log, **SERVER_ENV, **fake, **env)
 
 
 def wait_for(condition: Callable[[], Any], what: str, seconds: float = PATIENCE) -> Any:
@@ -164,7 +167,7 @@ def test_twenty_non_blocking_sends_all_run_to_their_end_and_keep_their_events(
             asyncio.gather(*(send_then_poll(port, n) for n in range(20))), PATIENCE
         )
 
-    with serve(tmp_path / "server.log") as server:
+    with serve(tmp_path / "server.log", model) as server:
         results = asyncio.run(twenty(server.port))
         log = server.output()
 
@@ -252,7 +255,7 @@ def test_streams_longer_than_a_lease_keep_it_on_every_route(
     # route's keep-alive, in the request's task, in the detached runner).
     model.fallback = Turn(text=[f"{n}, " for n in range(16)], pause=LIVENESS / 12)
     ask_ = {"messages": [{"role": "user", "content": "Count slowly."}]}
-    with serve(tmp_path / "server.log") as server:
+    with serve(tmp_path / "server.log", model) as server:
         detached = asyncio.run(send_at_once(server.port, token, "Count slowly."))
         for route, body in (
             ("chat/completions", {**ask_, "stream": True}),
@@ -290,7 +293,7 @@ def test_a_task_started_in_one_process_is_subscribed_to_and_canceled_through_ano
         assert canceled is not None
         return seen, canceled
 
-    with serve(tmp_path / "a.log") as a, serve(tmp_path / "b.log") as b:
+    with serve(tmp_path / "a.log", model) as a, serve(tmp_path / "b.log", model) as b:
         task = asyncio.run(send_at_once(a.port, token, "Count"))
         # Both deltas stored: the run waits on the model, in process a.
         wait_for(lambda: RunEvent.objects.filter(run_id=task.id).count() >= 3, "the deltas")
@@ -333,7 +336,7 @@ def test_a_follower_replays_from_any_index_and_follows_a_live_run_to_its_end(
         events = [pair async for pair in follower]
         return events, follower.status
 
-    with serve(tmp_path / "server.log") as server:
+    with serve(tmp_path / "server.log", model) as server:
         task = asyncio.run(send_at_once(server.port, token, "Count"))
         # Started before the run has stored much: it follows the run live to its end.
         live, live_status = asyncio.run(asyncio.wait_for(follow(task.id, 0), PATIENCE))
