@@ -191,9 +191,8 @@ def test_twenty_non_blocking_sends_all_run_to_their_end_and_keep_their_events(
 def test_a_run_whose_loop_stalls_or_whose_end_is_lost_is_interrupted_while_its_process_lives(
     model: FakeOpenAI, counter: Agent, token: str, tmp_path: Path
 ) -> None:
-    with serve(
-        tmp_path / "server.log", DJANGO_SETTINGS_MODULE="tests.agents.runs.stall.settings"
-    ) as server:
+    stalling = {"DJANGO_SETTINGS_MODULE": "tests.agents.runs.stall.settings"}
+    with serve(tmp_path / "server.log", model, **stalling) as server:
         # In a request's stream: the run's end cannot be written (issue 24's error).
         model.fallback = Turn(text=["Counting: ", LOSE])
         lost = stream_to_the_end(server.port, counter, token)
