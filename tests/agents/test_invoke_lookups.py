@@ -15,6 +15,7 @@ from agentbuilder.errors import Invalid, NotFound, PermissionDenied
 from agents.examples import CALCULATOR
 from agents.models import LLMModel
 from agents.permissions import Action, grant
+from agents.runs import event_log
 from agents.runs.spec import agent_spec
 from agents.selectors import agent_and_version_to_invoke, agent_get_to_invoke, version_to_run
 from agents.services import alias_set, version_add
@@ -127,15 +128,20 @@ def test_a_good_reference_is_one_statement(make_agent: Any, owner: Any, env: Any
 @pytest.mark.parametrize(
     ("guardrails", "expected"),
     [
-        # The token's holder; the agent, the grants and the version; the run opened; closed.
-        ([], ["SELECT", "SELECT", "INSERT", "UPDATE"]),
+        # The token's holder; the agent, the grants and the version; the run opened; closed
+        # with its events kept (WITH … INSERT the events … UPDATE the run).
+        ([], ["SELECT", "SELECT", "INSERT", "WITH"]),
         # And the guardrails' rules, read by name when the version names any.
-        (["HAIP-Prompt_attack-Medium"], ["SELECT", "SELECT", "INSERT", "SELECT", "UPDATE"]),
+        (["HAIP-Prompt_attack-Medium"], ["SELECT", "SELECT", "INSERT", "SELECT", "WITH"]),
     ],
 )
 def test_the_statements_of_an_invoke(
-    make_agent: Any, owner: Any, guardrails: list[str], expected: list[str]
+    make_agent: Any, owner: Any, guardrails: list[str], expected: list[str], monkeypatch: Any
 ) -> None:
+    # A run's events are flushed while it lives once FLUSH_SECONDS pass; a busy machine can
+    # stretch this short invoke past them. What is counted here is the invoke's own
+    # statements, so no flush may fall inside it.
+    monkeypatch.setattr(event_log, "FLUSH_SECONDS", 3600.0)
     config = {**CALCULATOR["config"], "guardrails": guardrails}
     agent = make_agent("Calculator", "tool", config=config)
     client = client_for(owner)
