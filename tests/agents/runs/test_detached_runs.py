@@ -276,7 +276,7 @@ def test_streams_longer_than_a_lease_keep_it_on_every_route(
 # ---------------------------------------------------------------- two processes
 
 
-def test_a_task_started_in_one_process_is_subscribed_to_and_canceled_through_another(
+def test_a_task_started_in_one_process_is_listed_subscribed_to_and_canceled_through_another(
     model: FakeOpenAI, counter: Agent, token: str, tmp_path: Path
 ) -> None:
     # Two deltas, then the model holds its stream open far longer than the test waits.
@@ -300,6 +300,7 @@ def test_a_task_started_in_one_process_is_subscribed_to_and_canceled_through_ano
         task = asyncio.run(send_at_once(a.port, token, "Count"))
         # Both deltas stored: the run waits on the model, in process a.
         wait_for(lambda: RunEvent.objects.filter(run_id=task.id).count() >= 3, "the deltas")
+        listed = asyncio.run(list_tasks(b.port, token))
         seen, canceled = asyncio.run(
             asyncio.wait_for(subscribe_then_cancel(b.port, task.id), PATIENCE)
         )
@@ -307,6 +308,8 @@ def test_a_task_started_in_one_process_is_subscribed_to_and_canceled_through_ano
             asyncio.run(first_update(b.port, token, task.id))
         logs = a.output() + b.output()
 
+    # Listed through process b while process a runs it.
+    assert [(t.id, t.status.state) for t in listed.tasks] == [(task.id, pb.TASK_STATE_WORKING)]
     opening = seen[0].task
     assert (opening.id, opening.status.state) == (task.id, pb.TASK_STATE_WORKING)
     assert answer(opening) == "Counting: one, "  # the answer so far, from the stored events
@@ -316,6 +319,12 @@ def test_a_task_started_in_one_process_is_subscribed_to_and_canceled_through_ano
     assert (run.status, run.cancel_requested_at is not None) == ("canceled", True)
     assert model.disconnected.wait(10), "the model call in process a was not abandoned"
     assert "Traceback" not in logs
+
+
+async def list_tasks(port: int, token: str) -> pb.ListTasksResponse:
+    async with session(token) as http:
+        a2a = await client_of(http, port)
+        return await a2a.list_tasks(pb.ListTasksRequest())
 
 
 async def first_update(port: int, token: str, task_id: str) -> pb.StreamResponse:
