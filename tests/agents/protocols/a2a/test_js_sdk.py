@@ -98,7 +98,7 @@ def test_the_js_sdk_resolves_sends_subscribes_polls_streams_lists_and_reads_the_
     offline = {**CALCULATOR["config"], "llmModelId": LOCAL_MODEL}
     calculator: Agent = make_agent("Calculator", "tool", config=offline)
     slow: Agent = make_agent("Slow", "tool", config={**offline, "llmModelId": MODELS["openai"]})
-    caller = UserFactory(username="js")
+    caller: Any = UserFactory(username="js")  # the factory builds a User
     grant(caller, Action.INVOKE, calculator)
     grant(caller, Action.INVOKE, slow)
 
