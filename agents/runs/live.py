@@ -133,8 +133,12 @@ def run_gone(live: LiveRun) -> None:
 
 
 def beating(run_ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
-    """Those of `run_ids` whose consumer beat within a renewal interval."""
-    fresh = time.monotonic() - liveness.interval_seconds()
+    """Those of `run_ids` whose consumer beat within two renewal intervals (a third of
+    LIVENESS_SECONDS). One interval was too tight: on a loaded machine a live loop's beat
+    can come late, and runs whose loops were alive lost their leases. Two still close a run
+    whose loop stopped within LIVENESS_SECONDS of its last beat: this window, then the
+    lease (two thirds of it) that the last renewal granted."""
+    fresh = time.monotonic() - 2 * liveness.interval_seconds()
     with _lock:
         return {
             run_id
