@@ -375,7 +375,6 @@ def alias_set(
 
 
 @transaction.atomic
-@transaction.atomic
 def alias_roll_back(
     *, user: Any, agent: Agent, name: str, name_loc: Loc = ("path", "name")
 ) -> VersionAlias:
@@ -404,6 +403,7 @@ def alias_roll_back(
     )
 
 
+@transaction.atomic
 def alias_delete(*, user: Any, agent: Agent, name: str, name_loc: Loc = ("path", "name")) -> None:
     """Delete alias `name` of `agent` and record it. Raises Invalid or NotFound."""
     _alias_name(name, name_loc)
