@@ -14,6 +14,9 @@ The SDK has a guard of its own (TransportSecuritySettings), not used: it matches
 by its own rules rather than ALLOWED_HOSTS', answers in plain text (421 for a host), and
 runs inside the transport, after authentication.
 
+Then the body, read here (within the SDK's own size limit) and handed on to it unchanged,
+is held to agents.protocols.mcp_server.envelope: bounded echoed fields.
+
 Stateless: every POST stands alone (no `Mcp-Session-Id`), so the web tier keeps no state
 of its own and any worker of any host can answer any request, as DESIGN asks. Answers are
 SSE, so progress notifications reach the client while the agent runs.
@@ -43,7 +46,7 @@ from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from rest_framework import exceptions
 from rest_framework.views import APIView
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from agentbuilder import liveness
 from agentbuilder.api.errors import BEARER_CHALLENGE, exception_handler
@@ -54,6 +57,7 @@ from agentbuilder.errors import DomainError, Invalid
 from agents import selectors
 from agents.api.authentication import BearerTokenAuthentication
 from agents.api.mcp_server import CALLER_KEY, HANDLERS_KEY, server
+from agents.protocols.mcp_server.envelope import Refusal, refusal
 from agents.protocols.mcp_server.request import Caller
 
 PATH = "/v1/mcp"
@@ -144,6 +148,51 @@ async def refuse(exc: Exception, send: Send, request: ASGIRequest | None = None)
     await send({"type": "http.response.body", "body": body})
 
 
+async def read_body(receive: Receive, limit: int) -> tuple[bytes | None, Receive]:
+    """The request's body, read up to `limit` bytes (None past it, or when the client left),
+    and a `receive` that hands the SDK what was read, then the rest of the exchange (the
+    disconnect it listens for while it answers)."""
+    read: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        read.append(message)
+        if message["type"] != "http.request":
+            break
+        size += len(message.get("body", b""))
+        if size > limit or not message.get("more_body", False):
+            break
+    complete = read[-1]["type"] == "http.request" and size <= limit
+    body = b"".join(m.get("body", b"") for m in read) if complete else None
+    if body is not None:  # one message, rather than the many a large body came in
+        read = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Message:
+        return read.pop(0) if read else await receive()
+
+    return body, replay
+
+
+def envelope_refusal(body: bytes | None) -> Refusal | None:
+    """agents.protocols.mcp_server.envelope's refusal of the body, if it parses; what
+    does not parse, or is too large, is left to the SDK to answer."""
+    if body is None:
+        return None
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    return refusal(message)
+
+
+async def refuse_message(found: Refusal, send: Send) -> None:
+    """A JSON-RPC error, as the SDK answers one before it dispatches: 400, JSON."""
+    body = json.dumps(found.body(), separators=(",", ":")).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 400, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 @dataclass
 class _Running:
     """A session manager whose task group runs in a task of its own, for as long as the
@@ -201,6 +250,11 @@ class McpEndpoint:
                 # Stateless: the server never speaks first, so it offers no GET stream
                 # (the specification's 405), and there is no session to DELETE.
                 await refuse(exceptions.MethodNotAllowed(scope["method"]), send)
+                return
+            body, receive = await read_body(receive, max_body_bytes(PATH))
+            found = envelope_refusal(body)
+            if found is not None:
+                await refuse_message(found, send)
                 return
             handlers: set[asyncio.Task[Any]] = set()
             scope = {**scope, CALLER_KEY: caller, HANDLERS_KEY: handlers}

@@ -25,6 +25,8 @@ deltas travel as progress notifications when the client sent a progress token. A
 fails, or arguments that do not fit, is a result with `isError`, never a JSON-RPC error;
 an unknown tool is a JSON-RPC error, as the specification asks.
 
-`request` turns a call into a RunRequest, `tools` lists the tools, `encoder` turns a run's
-events into progress and a CallToolResult; agents.api.mcp_server serves them.
+`envelope` refuses, before the SDK reads it, a request whose echoed fields (`id`,
+`_meta.progressToken`) are past their bound; `request` turns a call into a RunRequest,
+`tools` lists the tools, `encoder` turns a run's events into progress and a
+CallToolResult; agents.api.mcp_server serves them.
 """

@@ -22,6 +22,9 @@ PROTOCOL = "mcp"
 ROUTE = "the MCP server"
 # Where a call's locations start: the tools/call params, as the client sent them.
 ARGUMENTS = "arguments"
+# An agent's name (100), `@`, and a version reference (a version id, 36; an alias, 50):
+# anything longer names no tool, and an unknown tool's error quotes the name it was given.
+TOOL_NAME_MAX_CHARS = 160
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,8 @@ class ChatArguments(CamelModel):
 def tool_reference(name: str) -> tuple[str, str]:
     """(agent name, version ref) of a tool name: `calculator` runs the latest version,
     `calculator@3` or `calculator@prod` another. Raises Invalid at `name`."""
+    if len(name) > TOOL_NAME_MAX_CHARS:
+        raise Invalid.at(("name",), f"a tool's name is at most {TOOL_NAME_MAX_CHARS} characters")
     match = MODEL_PATTERN.fullmatch(name.strip())
     if match is None:
         raise Invalid.at(("name",), "name a tool: 'name' or 'name@version'")

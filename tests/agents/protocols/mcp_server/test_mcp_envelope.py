@@ -1,0 +1,118 @@
+"""What /v1/mcp refuses before the SDK reads a request (agents.protocols.mcp_server.envelope),
+against a live uvicorn serving agentbuilder.asgi:application, in raw JSON-RPC:
+
+- fields the server echoes (the request's `id`, `params._meta.progressToken`) are bounded,
+  so a large one costs the server no more than it cost the client: the answer's bytes are
+  counted, never timed;
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx2
+import pytest
+
+from agentbuilder.asgi import application
+from agents.examples import CALCULATOR
+from agents.models import Agent, Run
+from agents.protocols.mcp_server.envelope import ECHOED_MAX_CHARS
+from tests.agents.protocols.mcp_server.test_mcp_server import LIVE, bearer, url
+from tests.live import live_app
+
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+BIG = 100_000
+# An answer that refuses: the error and its (bounded) id, a few hundred bytes at most.
+SMALL_ANSWER = 1_000
+
+
+@pytest.fixture(scope="module")
+def port(reseed_after_module: None) -> Iterator[int]:
+    with live_app(application) as served:
+        yield served.port
+
+
+@pytest.fixture
+def calculator(make_agent: Any) -> Agent:
+    return make_agent("Calculator", "tool", config=CALCULATOR["config"])
+
+
+def call(
+    port: int, user: Any, name: str, arguments: dict[str, Any], **envelope: Any
+) -> httpx2.Response:
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
+    if "token" in envelope:
+        params["_meta"] = {"progressToken": envelope.pop("token")}
+    body = {"jsonrpc": "2.0", "id": envelope.pop("id", 1), "method": "tools/call", "params": params}
+    return httpx2.post(url(port), json=body, headers={**ACCEPT, **bearer(user)}, timeout=60)
+
+
+def error_of(response: httpx2.Response) -> dict[str, Any]:
+    assert response.status_code == 400, response.text
+    assert response.headers["Content-Type"] == "application/json"
+    answer: dict[str, Any] = response.json()
+    assert answer["jsonrpc"] == "2.0"
+    return answer
+
+
+def sse_messages(response: httpx2.Response) -> list[dict[str, Any]]:
+    return [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+
+
+# ---------------------------------------------------------------- echoed fields
+
+
+@LIVE
+@pytest.mark.parametrize(
+    "token", ["t" * BIG, 2**60, 1.5, True], ids=["long", "huge", "float", "bool"]
+)
+def test_a_progress_token_past_the_bound_is_refused_with_a_small_answer(
+    port: int, owner: Any, calculator: Agent, token: Any
+) -> None:
+    response = call(port, owner, "Calculator", {"message": "What is 3 x 5?"}, token=token, id=7)
+
+    # Before the bound, a 100 KB token came back in every progress notification (20.8 MB).
+    assert len(response.content) < SMALL_ANSWER
+    answer = error_of(response)
+    assert answer["id"] == 7
+    assert answer["error"]["code"] == -32602
+    assert "params._meta.progressToken" in answer["error"]["message"]
+    assert not Run.objects.exists()
+
+
+@LIVE
+@pytest.mark.parametrize("request_id", ["i" * BIG, -(2**60)], ids=["long", "huge"])
+def test_a_request_id_past_the_bound_is_refused_without_echoing_it(
+    port: int, owner: Any, calculator: Agent, request_id: Any
+) -> None:
+    response = call(port, owner, "Calculator", {"message": "What is 3 x 5?"}, id=request_id)
+
+    assert len(response.content) < SMALL_ANSWER
+    answer = error_of(response)
+    assert answer["id"] is None  # JSON-RPC's id of a request whose id cannot be read
+    assert answer["error"]["code"] == -32600
+    assert "id must be" in answer["error"]["message"]
+    assert not Run.objects.exists()
+
+
+@LIVE
+def test_a_progress_token_at_the_bound_is_echoed_in_each_notification(
+    port: int, owner: Any, calculator: Agent
+) -> None:
+    token = "t" * ECHOED_MAX_CHARS
+
+    response = call(port, owner, "Calculator", {"message": "What is 3 x 5?"}, token=token, id=8)
+
+    assert response.status_code == 200, response.text
+    messages = sse_messages(response)
+    notifications = [m for m in messages if m.get("method") == "notifications/progress"]
+    assert notifications  # the offline model streams its answer in pieces
+    assert {m["params"]["progressToken"] for m in notifications} == {token}
+    (result,) = [m for m in messages if "result" in m]
+    assert result["id"] == 8
+    assert not result["result"].get("isError")
+    # Each notification costs the token once more: bounded by ECHOED_MAX_CHARS, the answer
+    # stays within a few hundred bytes of overhead per streamed piece.
+    assert len(response.content) < len(notifications) * (ECHOED_MAX_CHARS + 400) + 2_000
