@@ -15,7 +15,7 @@ by its own rules rather than ALLOWED_HOSTS', answers in plain text (421 for a ho
 runs inside the transport, after authentication.
 
 Then the body, read here (within the SDK's own size limit) and handed on to it unchanged,
-is held to agents.protocols.mcp_server.envelope: bounded echoed fields.
+is held to agents.protocols.mcp_server.envelope: bounded echoed fields, storable text.
 
 Stateless: every POST stands alone (no `Mcp-Session-Id`), so the web tier keeps no state
 of its own and any worker of any host can answer any request, as DESIGN asks. Answers are

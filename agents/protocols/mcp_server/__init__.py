@@ -26,7 +26,8 @@ fails, or arguments that do not fit, is a result with `isError`, never a JSON-RP
 an unknown tool is a JSON-RPC error, as the specification asks.
 
 `envelope` refuses, before the SDK reads it, a request whose echoed fields (`id`,
-`_meta.progressToken`) are past their bound; `request` turns a call into a RunRequest,
-`tools` lists the tools, `encoder` turns a run's events into progress and a
-CallToolResult; agents.api.mcp_server serves them.
+`_meta.progressToken`) are past their bound, or whose params hold text PostgreSQL cannot
+store (-32602 naming the field); `request` turns a call into a RunRequest, `tools` lists
+the tools, `encoder` turns a run's events into progress and a CallToolResult;
+agents.api.mcp_server serves them.
 """

@@ -1,6 +1,6 @@
 """What a request to /v1/mcp must hold before the SDK reads it.
 
-One rule, checked on the parsed body:
+Two rules, checked on the parsed body:
 
 - **Echoed fields are small.** The server writes a request's `id` into its answer and its
   `params._meta.progressToken` into every progress notification, one a text delta: a
@@ -9,6 +9,10 @@ One rule, checked on the parsed body:
   ECHOED_MAX_CHARS characters and an integer within JSON's safe range (what a
   JavaScript client can hold). A token past that is -32602; an id past it is -32600,
   answered with `id: null` since that id cannot be echoed.
+- **Params are text PostgreSQL can store**, as the REST API's parser and the A2A endpoint
+  hold their bodies (agentbuilder.api.parsers.check_json): a NUL or a lone surrogate in a
+  tool's name, a `threadId` or any argument is -32602 naming the field, not a database
+  error; nesting past the parser's depth too.
 
 Anything else about the body (not JSON, a batch, a malformed envelope) is the SDK's to
 refuse, as it does.
@@ -21,8 +25,13 @@ from typing import Any
 
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
+from agentbuilder.api.parsers import check_json
+from agentbuilder.errors import Invalid, Loc
+
 ECHOED_MAX_CHARS = 200
 SAFE_INTEGER = 2**53 - 1
+# A field path names the client's own keys: each is cut to this in an error message.
+KEY_MAX_CHARS = 64
 
 
 @dataclass(frozen=True)
@@ -77,4 +86,15 @@ def _message_refusal(message: Any) -> Refusal | None:
             return Refusal(
                 request_id, INVALID_PARAMS, f"Invalid params: params._meta.progressToken {problem}."
             )
+    try:
+        check_json(params, ("params",))
+    except Invalid as exc:
+        problems = "; ".join(f"{field_name(item.loc)}: {item.msg}" for item in exc.errors)
+        return Refusal(request_id, INVALID_PARAMS, f"Invalid params: {problems}.")
     return None
+
+
+def field_name(loc: Loc) -> str:
+    """`params.arguments.threadId`; a key of the client's is cut, so the path stays small."""
+    parts = [str(part) for part in loc]
+    return ".".join(p if len(p) <= KEY_MAX_CHARS else p[:KEY_MAX_CHARS] + "…" for p in parts)

@@ -4,11 +4,14 @@ against a live uvicorn serving agentbuilder.asgi:application, in raw JSON-RPC:
 - fields the server echoes (the request's `id`, `params._meta.progressToken`) are bounded,
   so a large one costs the server no more than it cost the client: the answer's bytes are
   counted, never timed;
+- text PostgreSQL cannot store (a NUL) anywhere in the params is -32602 naming the field,
+  as the REST API answers 400 and A2A -32602, with no traceback logged and no run opened.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +23,7 @@ from agents.examples import CALCULATOR
 from agents.models import Agent, Run
 from agents.protocols.mcp_server.envelope import ECHOED_MAX_CHARS
 from tests.agents.protocols.mcp_server.test_mcp_server import LIVE, bearer, url
+from tests.factories import CONFIGS
 from tests.live import live_app
 
 ACCEPT = {"Accept": "application/json, text/event-stream"}
@@ -116,3 +120,59 @@ def test_a_progress_token_at_the_bound_is_echoed_in_each_notification(
     # Each notification costs the token once more: bounded by ECHOED_MAX_CHARS, the answer
     # stays within a few hundred bytes of overhead per streamed piece.
     assert len(response.content) < len(notifications) * (ECHOED_MAX_CHARS + 400) + 2_000
+
+
+# ---------------------------------------------------------------- text PostgreSQL refuses
+
+
+def assert_refused_at(response: httpx2.Response, field: str, request_id: int) -> None:
+    answer = error_of(response)
+    assert answer["id"] == request_id
+    assert answer["error"]["code"] == -32602
+    message = answer["error"]["message"]
+    assert f"{field}: text must not contain NUL characters" in message, message
+    assert not Run.objects.exists()
+
+
+def no_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    logged = [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+    assert not logged, [r.getMessage() for r in logged]
+
+
+@LIVE
+def test_a_nul_in_the_tool_name_is_invalid_params_naming_it(
+    port: int, owner: Any, calculator: Agent, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO):
+        response = call(port, owner, "Calcu\x00lator", {"message": "What is 3 x 5?"}, id=3)
+
+    assert_refused_at(response, "params.name", 3)
+    no_traceback(caplog)
+
+
+@LIVE
+def test_a_nul_in_the_thread_id_is_invalid_params_naming_it(
+    port: int, owner: Any, calculator: Agent, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO):
+        response = call(
+            port, owner, "Calculator", {"message": "What is 3 x 5?", "threadId": "t\x00"}, id=4
+        )
+
+    assert_refused_at(response, "params.arguments.threadId", 4)
+    no_traceback(caplog)
+
+
+@LIVE
+def test_a_nul_in_a_task_agents_input_is_invalid_params_naming_it(
+    port: int, owner: Any, make_agent: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    make_agent("summariser", "task", config=CONFIGS["task"])
+
+    with caplog.at_level(logging.INFO):
+        nested = call(port, owner, "summariser", {"text": "hi", "audience": "a\x00b"}, id=5)
+        in_key = call(port, owner, "summariser", {"text": "hi", "k\x00": "v"}, id=6)
+
+    assert_refused_at(nested, "params.arguments.audience", 5)
+    assert_refused_at(in_key, "params.arguments", 6)  # a key is located at its object
+    no_traceback(caplog)
