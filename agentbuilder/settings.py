@@ -185,9 +185,15 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_SCHEMA_CLASS": "agentbuilder.api.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "agentbuilder.api.errors.exception_handler",
-    "DEFAULT_THROTTLE_CLASSES": ["agents.api.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "agents.api.throttling.UserRateThrottle",
+        "agents.api.throttling.AnonRateThrottle",
+    ],
     "DEFAULT_THROTTLE_RATES": {
         "user": env.str("THROTTLE_USER_RATE", default="1200/min"),
+        # Requests without a token (the schema, the docs page, public agent cards), per
+        # address: a reader or a client's discovery needs a few.
+        "anon": env.str("THROTTLE_ANON_RATE", default="120/min"),
         # POST /v1/auth/token per address, and failed credential checks per account (user
         # name or client id) from any address: 20 an hour keeps online guessing of even a
         # weak password slow, and locks a mistyping person out for at most an hour.

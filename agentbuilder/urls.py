@@ -1,13 +1,12 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularSwaggerView
 
-from agentbuilder.api.schema import SchemaView
+from agentbuilder.api.schema import DocsView, SchemaView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/schema", SchemaView.as_view(), name="schema"),
-    path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("v1/docs", DocsView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("agents.api.urls")),
     path("v1/", include("agents.api.a2a_urls")),
     path("v1/", include("guardrails.api.urls")),

@@ -251,13 +251,55 @@ def test_a_changed_setting_forgets_the_document(db: Any, settings: Any) -> None:
 def test_anonymous_requests_for_the_document_are_throttled(
     db: Any, rates: Callable[..., None]
 ) -> None:
-    rates(user="2/min")  # per address for a caller without a token, as on every route
+    rates(anon="2/min")  # per address for a caller without a token, as on every open route
     statuses = [fetch().status_code for _ in range(3)]
     tag = fetch(REMOTE_ADDR="127.0.0.2")["ETag"]  # another address has a budget of its own
     revalidated = fetch(HTTP_IF_NONE_MATCH=tag)
 
     assert statuses == [200, 200, 429]
     assert revalidated.status_code == 429  # a 304 is a request too
+
+
+def test_an_anonymous_flood_of_the_open_routes_is_refused_with_retry_after(
+    rates: Callable[..., None], owner_client: APIClient, settings: Any
+) -> None:
+    settings.A2A_PUBLIC_CARDS = True
+    rates(anon="6/min")  # well under the user rate: the anonymous budget is what refuses
+    anonymous = APIClient()
+    open_routes = ["/v1/schema", "/v1/docs", "/v1/a2a"]
+    statuses = [anonymous.get(route).status_code for route in open_routes * 2]
+    refused = [anonymous.get(route) for route in open_routes]
+
+    assert statuses == [200] * 6  # one budget per address, shared by the open routes
+    for answer in refused:  # in SPEC's JSON, whatever the route writes otherwise
+        assert answer.status_code == 429
+        assert 0 < int(answer["Retry-After"]) <= 60
+        assert answer.json()["detail"].startswith("Request was throttled")
+    # A caller with a token, from the same address, counts against its own rate.
+    assert owner_client.get("/v1/schema").status_code == 200
+    assert owner_client.get("/v1/a2a").status_code == 200
+
+
+def docs_schema_url(page: bytes) -> str:
+    """The address the docs page's Swagger UI fetches the document from."""
+    written = re.search(rb'url: ("[^"]*")', page)
+    assert written, page
+    return str(json.loads(written.group(1)))
+
+
+def test_the_docs_page_and_any_query_string_share_the_one_generated_document(db: Any) -> None:
+    schema.forget()
+    before = schema.generations
+    for lang in ("", "fr", "zz-unknown"):
+        page = APIClient().get("/v1/docs", {"lang": lang} if lang else {})
+        url = docs_schema_url(page.content)
+        assert url.startswith("/v1/schema")
+        # As Swagger UI asks for it.
+        assert APIClient().get(url, HTTP_ACCEPT="application/json,*/*").status_code == 200
+    fetch()
+    APIClient().get("/v1/schema", {"lang": "de", "version": "2"})
+
+    assert schema.generations == before + 1
 
 
 def test_docs_page_serves_swagger_ui_from_the_sidecar(db: Any) -> None:

@@ -3,12 +3,14 @@
 Generating it walks every view and pydantic model: seconds of CPU. It depends only on the
 code, the URL configuration and the settings, never on who asks (SERVE_PUBLIC), so the
 first request generates it (one thread does; the others wait for it) and every later one
-is answered with the same bytes, each rendering (YAML, JSON) made once. A strong `ETag` per
-rendering lets a client that has it revalidate for a 304. A changed setting (tests
-override settings and URL configurations) forgets what was built.
+is answered with the same bytes, each rendering (YAML, JSON) made once. `?lang=` and
+`?version=` are not honoured (one language, one API version), so no query string makes a
+second generation; the docs page (/v1/docs) is Swagger UI fetching this view's document.
+A strong `ETag` per rendering lets a client that has it revalidate for a 304. A changed
+setting (tests override settings and URL configurations) forgets what was built.
 
-Throttled like any anonymous or authenticated request (the view keeps DRF's default
-throttle classes): serving from memory makes it cheap, not free.
+Throttled like any request (the view keeps DRF's default throttle classes; without a
+token, THROTTLE_ANON_RATE per address): serving from memory makes it cheap, not free.
 """
 
 from __future__ import annotations
@@ -23,8 +25,12 @@ from django.core.signals import setting_changed
 from django.http import HttpResponse, HttpResponseBase
 from django.utils import translation
 from django.utils.cache import get_conditional_response, patch_vary_headers
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.utils import extend_schema
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 # Clients revalidate every time (a deploy changes the document); a 304 costs nothing.
 CACHE_CONTROL = "no-cache"
@@ -54,13 +60,36 @@ def forget(**_: Any) -> None:
 setting_changed.connect(forget, dispatch_uid="agentbuilder.api.schema.forget")
 
 
-class SchemaView(SpectacularAPIView):
+class JsonErrors(APIView):
+    """Errors in SPEC's JSON, not in the format the page or document was asked in (YAML,
+    HTML), nor in the first one when `Accept` named none of them."""
+
+    def handle_exception(self, exc: Exception) -> Response:
+        response = super().handle_exception(exc)
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return response
+
+
+class DocsView(JsonErrors, SpectacularSwaggerView):
+    """/v1/docs: Swagger UI, which fetches SchemaView's document."""
+
+
+class SchemaView(JsonErrors, SpectacularAPIView):
+    @extend_schema(exclude=True)  # not in the document (SERVE_INCLUDE_SCHEMA)
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        # One document, in the project's language. SpectacularAPIView writes it in the
+        # language of `?lang=` (which the docs page passes on): each new value, valid or
+        # not, would be another generation of seconds of CPU, kept in memory for good.
+        with translation.override(settings.LANGUAGE_CODE):
+            return self._get_schema_response(request)
+
     def _get_schema_response(self, request: Request) -> HttpResponseBase:
-        version = self.api_version or request.version or self._get_version_parameter(request)
-        # What the document depends on besides the code and settings: the version asked
-        # for and the language it is written in (SpectacularAPIView honours `?lang=`).
-        language = translation.get_language() if settings.USE_I18N else None
-        document_key = (type(self), version, language)
+        # The version a versioning scheme picked, if the API had one. SpectacularAPIView
+        # would also take any `?version=` when no ALLOWED_VERSIONS are set: a generation
+        # per value, as `?lang=` above.
+        version = self.api_version or request.version
+        document_key = (type(self), version)
         renderer = request.accepted_renderer
         media_type = request.accepted_media_type
         rendering_key = (*document_key, type(renderer), media_type)

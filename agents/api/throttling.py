@@ -55,7 +55,13 @@ class AddressMixin:
 
 
 class UserRateThrottle(AddressMixin, throttling.UserRateThrottle):
-    """Per user; a request without one (none reach here today) per address."""
+    """Per user; a request without one (a route open to anyone) per address."""
+
+
+class AnonRateThrottle(AddressMixin, throttling.AnonRateThrottle):
+    """Per address, requests without a user: the routes anyone may call (the OpenAPI
+    document, the docs page, public agent cards) get a budget of their own, smaller than a
+    user's, so a flood of them from one address is refused before it costs much."""
 
 
 class ScopedRateThrottle(AddressMixin, throttling.ScopedRateThrottle):
