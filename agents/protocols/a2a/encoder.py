@@ -68,9 +68,13 @@ def text_part(text: str) -> pb.Part:
 
 def data_part(value: Any) -> pb.Part:
     part = pb.Part()
+    # Marked present before it is filled: updating with nothing (`{}`, `[]`) sets no field,
+    # and a part with no content is one neither dialect can write (0.3's conversion raises).
     if isinstance(value, dict):
+        part.data.struct_value.SetInParent()
         part.data.struct_value.update(value)
     else:
+        part.data.list_value.SetInParent()
         part.data.list_value.extend(value)
     return part
 

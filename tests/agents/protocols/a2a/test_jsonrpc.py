@@ -594,3 +594,40 @@ def test_list_tasks_filters_by_status_context_and_status_timestamp(
     assert listed(status="TASK_STATE_INPUT_REQUIRED") == []  # no run is in it
     assert listed(contextId="a") == [failed, old]
     assert listed(contextId="a", status="TASK_STATE_FAILED") == [failed]
+
+
+EMPTY_OUTPUT_TASK = {
+    "llmModelId": "local.demo-v1",
+    "systemPrompt": "Acknowledge: {{ text }}",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+    },
+    # An object with nothing in it: the structured answer is `{}`.
+    "outputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+}
+
+
+@pytest.mark.django_db
+def test_an_empty_structured_answer_is_an_empty_data_part_in_both_dialects(
+    owner_client: APIClient, make_agent: Any
+) -> None:
+    make_agent("Acknowledger", "task", config=EMPTY_OUTPUT_TASK)
+    url = "/v1/a2a/Acknowledger"
+    inputs = {"kind": "data", "data": {"text": "hello"}}
+    message = {"messageId": "m-2", "role": "ROLE_USER", "parts": [{"data": {"text": "hello"}}]}
+
+    legacy_task = rpc(owner_client, "message/send", legacy(inputs), url=url)["result"]
+    current_task = rpc(owner_client, "SendMessage", {"message": message}, url=url)["result"]["task"]
+
+    # 0.3 answered 500 here (ValueError: Unknown part content type: None), and 1.0 wrote a
+    # part with no content at all.
+    assert legacy_task["status"]["state"] == "completed"
+    assert legacy_task["artifacts"][0]["parts"][1] == {"kind": "data", "data": {}}
+    assert current_task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert current_task["artifacts"][0]["parts"][1] == {"data": {}}
+    assert Run.objects.get(pk=legacy_task["id"]).output == {}
+    # Read back from the recorded run, as tasks/get does.
+    got = rpc(owner_client, "tasks/get", {"id": legacy_task["id"]}, url=url)["result"]
+    assert got["artifacts"][0]["parts"][1] == {"kind": "data", "data": {}}

@@ -33,6 +33,7 @@ from agents.runtime.tools.functions import REGISTRY, FunctionSpec
 from agents.tokens import token_encode
 from guardrails.models import DEFAULT_BLOCKED_INPUT
 from tests.agents.api.conftest import Backend, _backend, openai_server  # noqa: F401
+from tests.agents.protocols.a2a.test_jsonrpc import EMPTY_OUTPUT_TASK
 from tests.factories import UserFactory
 from tests.fakes.server import Fail, Turn
 from tests.live import live_app
@@ -306,6 +307,43 @@ def test_a_task_agent_takes_a_data_part_and_a_bad_one_is_refused_naming_the_fiel
     assert not Run.objects.filter(status="in_progress").exists()
     failed = Run.objects.get(pk=refused.value.data["taskId"])
     assert (failed.status, failed.error["code"]) == ("failed", "invalid_request")
+
+
+@LIVE
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+@pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
+def test_a_task_agent_whose_structured_answer_is_empty_answers_an_empty_data_part(
+    port: int, owner: Any, make_agent: Any, version: str, streaming: bool
+) -> None:
+    make_agent("Acknowledger", "task", config=EMPTY_OUTPUT_TASK)
+
+    updates = asyncio.run(
+        talk(
+            port,
+            "Acknowledger",
+            tok(owner),
+            inputs({"text": "hello"}),
+            streaming=streaming,
+            version=version,
+        )
+    )
+
+    # 0.3 answered 500 (a data part left without content), which its client raised.
+    ended = updates[-1].status_update.status if streaming else task_of(updates).status
+    assert ended.state == pb.TASK_STATE_COMPLETED
+    if streaming:
+        parts = [
+            p
+            for u in updates
+            if u.HasField("artifact_update")
+            for p in u.artifact_update.artifact.parts
+        ]
+    else:
+        parts = list(task_of(updates).artifacts[0].parts)
+    data = [p for p in parts if p.WhichOneof("content") == "data"]
+    assert [MessageToDict(p)["data"] for p in data] == [{}]
+    task_id = updates[0].task.id
+    assert finished_run(task_id).output == {}
 
 
 @LIVE
