@@ -343,6 +343,8 @@ CONFLICTS = [
     ("post", "/v1/mcp-servers"),
     ("patch", "/v1/mcp-servers/{serverId}"),
     ("post", "/v1/documents"),
+    # A registered server whose address the network policy no longer allows.
+    ("get", "/v1/mcp-servers/{serverId}/tools"),
 ]
 
 

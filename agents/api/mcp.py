@@ -13,11 +13,12 @@ from datetime import datetime
 from typing import Any, Literal
 
 from django.urls import path
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from pydantic import Field
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agentbuilder.api.errors import ErrorBody
 from agentbuilder.api.pagination import PageQuery, Pagination, paginate
 from agentbuilder.api.paths import path_uuid
 from agentbuilder.api.views import ApiView, AsyncApiView, render
@@ -211,9 +212,17 @@ class McpServerToolsView(AsyncApiView):
     @extend_schema(
         operation_id="mcp_servers_tools",
         parameters=[SERVER_ID, ENVIRONMENT],
-        responses={200: McpToolList},
+        responses={
+            200: McpToolList,
+            409: OpenApiResponse(
+                ErrorBody,
+                description="The server's address is no longer allowed (MCP_ALLOWED_HOSTS, "
+                "private networks): `detail` says why.",
+            ),
+        },
         tags=["mcp"],
-        summary="The server's tools, fetched from it now (502 or 504 when it cannot answer)",
+        summary="The server's tools, fetched from it now (502 or 504 when it cannot answer, "
+        "409 when its address is no longer allowed)",
     )
     async def get(self, request: Request, serverId: str) -> Response:
         server_id, name, endpoint = await in_db(self._endpoint)(serverId)

@@ -29,6 +29,7 @@ from agents.mcp.types import (
     SSE,
     McpEndpoint,
     McpError,
+    McpRefused,
     McpTimeout,
     McpUnavailable,
     RemoteTool,
@@ -100,7 +101,7 @@ async def _with_client(endpoint: McpEndpoint, operation: Callable[[Client], Awai
             async with _session(endpoint) as client:
                 return await operation(client)
     except UrlRefused as exc:
-        raise McpUnavailable(f"is not allowed: {exc}") from None
+        raise McpRefused(f"is not allowed: {exc}") from None
     except Exception as exc:
         if scope.cancel_called:  # the deadline hit while the session was closing
             raise _timeout(endpoint) from None

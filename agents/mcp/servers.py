@@ -33,6 +33,7 @@ from agents.mcp.types import (
     STREAMABLE_HTTP,
     McpEndpoint,
     McpError,
+    McpRefused,
     McpTimeout,
     RemoteTool,
 )
@@ -274,6 +275,11 @@ class McpServerTimedOut(McpServerFailed):
     status = 504
 
 
+class McpServerRefused(Conflict):
+    """The server's address is no longer allowed by the network policy (409): nothing a
+    retry fixes, and no failure of the server's (not a 502)."""
+
+
 def mcp_server_endpoint(server: McpServer) -> McpEndpoint:
     """The endpoint to list `server` live. Raises McpServerFailed."""
     try:
@@ -283,8 +289,8 @@ def mcp_server_endpoint(server: McpServer) -> McpEndpoint:
 
 
 async def mcp_server_tools(*, name: str, endpoint: McpEndpoint) -> tuple[RemoteTool, ...]:
-    """The server's tools, fetched now (and cached for runs). Raises McpServerFailed or
-    McpServerTimedOut."""
+    """The server's tools, fetched now (and cached for runs). Raises McpServerFailed,
+    McpServerTimedOut or McpServerRefused."""
     # Imported here: the SDK is slow to load and only needed once a server is used.
     from agents.mcp.cache import tools_of
 
@@ -292,5 +298,7 @@ async def mcp_server_tools(*, name: str, endpoint: McpEndpoint) -> tuple[RemoteT
         return await tools_of(endpoint, live=True)
     except McpTimeout as exc:
         raise McpServerTimedOut(f"MCP server '{name}' {exc}") from None
+    except McpRefused as exc:
+        raise McpServerRefused(f"MCP server '{name}' {exc}") from None
     except McpError as exc:
         raise McpServerFailed(f"MCP server '{name}' {exc}") from None

@@ -21,6 +21,11 @@ class McpUnavailable(McpError):
     """Refused address, nothing listening, an HTTP error, or a broken connection."""
 
 
+class McpRefused(McpUnavailable):
+    """The server's address is not allowed (MCP_ALLOWED_HOSTS, private networks): the
+    operator's policy, not the server, stands in the way."""
+
+
 class McpTimeout(McpError):
     """No answer within the server's timeout."""
 

@@ -250,6 +250,20 @@ def test_listing_a_server_that_is_down_is_a_502(owner_client: APIClient, loopbac
     assert response.json()["detail"].startswith("MCP server 'calc' is unavailable: cannot connect")
 
 
+def test_listing_a_server_whose_address_is_no_longer_allowed_is_a_409_saying_why(
+    owner_client: APIClient, live: LiveServer, loopback: None, settings: Any
+) -> None:
+    server = register(owner_client, live.url)
+    settings.MCP_ALLOWED_HOSTS = []  # the operator withdrew the loopback address
+
+    response = owner_client.get(f"/v1/mcp-servers/{server['id']}/tools")
+
+    assert response.status_code == 409  # the policy's refusal, not a failure of the server's
+    detail = response.json()["detail"]
+    assert detail.startswith("MCP server 'calc' is not allowed: ")
+    assert "MCP_ALLOWED_HOSTS" in detail
+
+
 # ---------------------------------------------------------------- runs
 
 
