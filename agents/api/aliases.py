@@ -1,8 +1,9 @@
 """Aliases of an agent (SPEC section 7): named pointers to versions (`prod` → 4), listed,
 set, moved and deleted, and the history of every change.
 
-`/aliases/history` is a route, so `history` is no alias's name (nor is `latest`): a PUT or
-DELETE of it is refused as any reserved name is.
+`/aliases/history` is a route, so `history` is no alias's name (nor is `latest`): the route
+only reads, so a PUT or DELETE of it is a 405 (its OPTIONS and `Allow` name GET alone, as
+the document does); `History` and other spellings are refused as any reserved name is.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ ALIAS_NAME = OpenApiParameter(
     description="Alias name: letters, digits, '-', '_', starting with a letter; at most 50; "
     "names ignore case; `latest` and `history` are reserved.",
 )
-HISTORY = "history"
 
 
 class AliasListView(AgentScopedView):
@@ -84,7 +84,7 @@ class AliasDetailView(_AliasWrites):
         return self._delete(agentId, name)
 
 
-class AliasHistoryView(_AliasWrites):
+class AliasHistoryView(AgentScopedView):
     @extend_schema(
         operation_id="aliases_history",
         parameters=[AGENT_ID, *query_parameters(s.AliasHistoryQuery), ENVIRONMENT],
@@ -102,11 +102,3 @@ class AliasHistoryView(_AliasWrites):
         return render(
             s.AliasHistory(changes=[s.AliasChangeOut.of(c) for c in changes], pagination=pagination)
         )
-
-    @extend_schema(exclude=True)
-    def put(self, request: Request, agentId: str) -> Response:
-        return self._set(agentId, HISTORY)
-
-    @extend_schema(exclude=True)
-    def delete(self, request: Request, agentId: str) -> Response:
-        return self._delete(agentId, HISTORY)

@@ -167,7 +167,6 @@ def test_delete_outside_a_test_transaction_answers_204_and_the_history_keeps_it(
     [
         "latest",
         "LATEST",
-        "history",
         "History",
         "1prod",
         "-prod",
@@ -185,6 +184,22 @@ def test_reserved_and_malformed_names_are_refused_at_the_path(
 ) -> None:
     assert_invalid(put(owner_client, calc, name, 1), ["path", "name"])
     assert_invalid(owner_client.delete(url(calc, name)), ["path", "name"])
+    assert not VersionAlias.objects.exists()
+    assert not AliasChange.objects.exists()
+
+
+def test_the_history_route_only_reads_and_says_so(owner_client: APIClient, calc: Agent) -> None:
+    """`history` is the route's own name: a write there is a 405, and OPTIONS and `Allow`
+    name what the document does (it advertised PUT and DELETE, documented nowhere)."""
+    options = owner_client.options(url(calc, "history"))
+    written = [owner_client.put(url(calc, "history"), {"version": 1}, format="json")]
+    written.append(owner_client.delete(url(calc, "history")))
+
+    assert options.status_code == 200
+    assert options["Allow"] == "GET, HEAD, OPTIONS"
+    for answer in written:
+        assert answer.status_code == 405
+        assert answer["Allow"] == "GET, HEAD, OPTIONS"
     assert not VersionAlias.objects.exists()
     assert not AliasChange.objects.exists()
 
