@@ -1,6 +1,7 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 
+from agentbuilder.api.errors import unknown_path
 from agentbuilder.api.schema import DocsView, SchemaView
 
 urlpatterns = [
@@ -10,6 +11,10 @@ urlpatterns = [
     path("v1/", include("agents.api.urls")),
     path("v1/", include("agents.api.a2a_urls")),
     path("v1/", include("guardrails.api.urls")),
+    # Last: any other /v1/ path is the API's JSON 404, DEBUG on or off (Django answers a
+    # path no pattern matches with its HTML debug page under DEBUG, never calling
+    # handler404; APPEND_SLASH's redirect of `/v1/agents/` is no answer for an API either).
+    re_path(r"^v1/", unknown_path),
 ]
 
 handler400 = "agentbuilder.api.errors.bad_request"

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core import exceptions as dj
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, Field
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -114,6 +115,12 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
         return defaults.page_not_found(
             request, exception or Http404(), template_name="admin/404.html"
         )
+    return JsonResponse({"detail": "Not found."}, status=404)
+
+
+@csrf_exempt  # any method: a POST to no route is a 404 too, not the CSRF check's 403 page
+def unknown_path(request: HttpRequest) -> JsonResponse:
+    """An API path no route matches."""
     return JsonResponse({"detail": "Not found."}, status=404)
 
 
