@@ -34,8 +34,9 @@ setup: $(VENV)/.installed
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 
 # `exec`: a SIGTERM to make reaches uvicorn itself, not a shell that would leave it running.
-# No lifespan: Django's ASGI handler has none to run. No proxy headers: nothing stands in
-# front of this server, so a caller's X-Forwarded-For must not become its address.
+# The lifespan on: at its start-up the server renews leases and sweeps the runs a killed
+# one left (agentbuilder.asgi), with no request to wait for. No proxy headers: nothing
+# stands in front of this server, so a caller's X-Forwarded-For must not become its address.
 run: setup
 	@echo ""
 	@echo "  agentbuilder on http://localhost:$(PORT)"
@@ -43,7 +44,7 @@ run: setup
 	@echo "  Admin:     http://localhost:$(PORT)/admin/  (user $${ADMIN_USERNAME:-admin}, password $${ADMIN_PASSWORD:-in $${VAR_DIR:-var}/admin_password})"
 	@echo "  Models:    LLM_OFFLINE=$$LLM_OFFLINE (true: the offline model answers every model id)"
 	@echo ""
-	exec $(BIN)/python -m uvicorn agentbuilder.asgi:application --lifespan off \
+	exec $(BIN)/python -m uvicorn agentbuilder.asgi:application --lifespan on \
 		--no-proxy-headers --host $(HOST) --port $(PORT)
 
 # The A2A JavaScript SDK the suite runs with Node (tests/agents/protocols/a2a/test_js_sdk.py),

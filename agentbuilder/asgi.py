@@ -3,7 +3,9 @@ from typing import Any
 
 from django.conf import settings
 from django.core.asgi import get_asgi_application
+from django.core.signals import request_started
 
+from agentbuilder import liveness
 from agentbuilder.asgi_body import BodyLength
 from agentbuilder.request_threads import RequestThreads
 
@@ -16,9 +18,29 @@ from agents.api.mcp_asgi import endpoint as mcp_endpoint  # noqa: E402
 from agents.api.mcp_asgi import is_mcp_path  # noqa: E402
 
 
+async def lifespan(receive: Any, send: Any) -> None:
+    """ASGI's lifespan: this process renews its leases and sweeps dead processes' runs and
+    documents from start-up (agentbuilder.liveness), so a restarted server closes the runs
+    of the one it replaced with no request to wake it. The lifespan runs in each serving
+    process (after gunicorn's fork), never in a master whose connections workers would
+    inherit. Django's handler has no lifespan of its own to run."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            liveness.ensure_started()
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
 # Any: Django's handler and the MCP SDK (Starlette) each type ASGI's arguments their own way.
 async def route(scope: Any, receive: Any, send: Any) -> None:
-    """`/v1/mcp` to the MCP SDK's transport (agents.api.mcp_asgi), the rest to Django."""
+    """`/v1/mcp` to the MCP SDK's transport (agents.api.mcp_asgi), the lifespan here, the
+    rest to Django."""
+    if scope["type"] == "lifespan":
+        await lifespan(receive, send)
+        return
     if scope["type"] == "http" and is_mcp_path(scope["path"]):
         await mcp_endpoint(scope, receive, send)
         return
@@ -29,10 +51,6 @@ async def route(scope: Any, receive: Any, send: Any) -> None:
 # sync work runs on REQUEST_THREADS shared threads, not a thread per request in flight.
 application = BodyLength(RequestThreads(route, settings.REQUEST_THREADS))
 
-# Renew this process's leases and sweep dead processes' runs and documents, from the first
-# request on (agentbuilder.liveness): with the lifespan off there is no start-up event.
-from django.core.signals import request_started  # noqa: E402
-
-from agentbuilder import liveness  # noqa: E402
-
+# A server run with the lifespan off (`uvicorn --lifespan off`) has no start-up event: it
+# starts sweeping at its first request.
 request_started.connect(liveness.start_on_request, dispatch_uid="liveness")

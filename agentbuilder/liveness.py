@@ -11,12 +11,14 @@ Leases, not a heartbeat row per process: each app keeps its rows' liveness on th
 themselves (retrieval never needs the agents app's tables), the sweep is one indexed
 UPDATE, and an idle process writes nothing.
 
-The thread runs in the processes that serve and work: a server process starts it at its
-first request (agentbuilder.asgi, .wsgi), a Celery worker at its first ingestion. Not at
-import or start-up: uvicorn may run with the ASGI lifespan off, and a gunicorn master
-must not open database connections that its forked workers would share. Elsewhere (a
-management command, the test runner) leases are taken but nobody renews or sweeps:
-`tick()` is one pass, for tests.
+The thread runs in the processes that serve and work, from their start-up: a server's at
+the ASGI lifespan's start-up (agentbuilder.asgi), a Celery worker's when its pool's
+process starts (agentbuilder.celery), so a restart with no traffic still closes what the
+process it replaced left. Not at import: a gunicorn master must not open database
+connections that its forked workers would share. Without a start-up event (the lifespan
+off, WSGI) a server starts it at its first request. Elsewhere (a management command, the
+test runner) leases are taken but nobody renews or sweeps: `tick()` is one pass, for
+tests.
 """
 
 from __future__ import annotations

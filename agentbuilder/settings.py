@@ -253,9 +253,9 @@ CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 # within this many seconds by any other live process, or by its own restart: runs become
 # `failed` (`interrupted`), documents are ingested again (agentbuilder.liveness).
 LIVENESS_SECONDS = env.float("LIVENESS_SECONDS", default=60.0)
-# Whether this process renews leases and sweeps (a server from its first request, a worker
-# from its first task). Off in the test runner, whose sweeps would race the tests' own rows;
-# the liveness tests turn it on in the server processes they start.
+# Whether this process renews leases and sweeps (a server and a worker from start-up). Off
+# in the test runner, whose sweeps would race the tests' own rows; the liveness tests turn
+# it on in the server processes they start.
 LIVENESS_THREAD = env.bool("LIVENESS_THREAD", default=True)
 # Runs that go on after their request has answered (an A2A send that returns at once) are
 # run by the process, this many at once; the others wait their turn (agents.runs.detached).

@@ -93,7 +93,7 @@ def database_url(db: dict[str, Any]) -> str:
 
 class ServerProcess:
     """`python -m uvicorn agentbuilder.asgi:application` on 127.0.0.1, on this process's
-    test database, as `make run` serves it (lifespan off): a real process a test can
+    test database, as `make run` serves it (lifespan on): a real process a test can
     kill -9. `env` adds to (or overrides) the environment; its output goes to `log`."""
 
     def __init__(self, log: Path, **env: str) -> None:
@@ -116,7 +116,7 @@ class ServerProcess:
                     sys.executable,
                     *("-m", "uvicorn", "agentbuilder.asgi:application"),
                     *("--host", "127.0.0.1", "--port", str(self.port)),
-                    *("--lifespan", "off", "--no-access-log", "--log-level", "warning"),
+                    *("--lifespan", "on", "--no-access-log", "--log-level", "warning"),
                 ],
                 cwd=ROOT,
                 env=environment,

@@ -136,7 +136,10 @@ def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
     raise RuntimeError(f"redis-server did not answer on port {port}")
 
 
-def start_worker(broker_url: str, log: Path) -> subprocess.Popen[bytes]:
+def start_worker(
+    broker_url: str, log: Path, pool: str = "solo", **env: str
+) -> subprocess.Popen[bytes]:
+    """A `celery worker` on this test's database; `env` adds to its environment."""
     environment = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
@@ -147,13 +150,14 @@ def start_worker(broker_url: str, log: Path) -> subprocess.Popen[bytes]:
         "EMBEDDING_DIM": str(settings.EMBEDDING_DIM),
         "CHUNK_TOKENS": str(settings.CHUNK_TOKENS),
         "CHUNK_OVERLAP": str(settings.CHUNK_OVERLAP),
+        **env,
     }
     with log.open("wb") as out:
         return subprocess.Popen(  # noqa: S603 - a fixed argument list, no shell
             [
                 sys.executable,
                 *("-m", "celery", "-A", "agentbuilder", "worker"),
-                *("--pool", "solo", "--concurrency", "1", "-Q", "celery"),
+                *("--pool", pool, "--concurrency", "1", "-Q", "celery"),
                 *("--hostname", f"ingest-test-{os.getpid()}@%h", "--loglevel", "INFO"),
                 *("--without-gossip", "--without-mingle", "--without-heartbeat"),
             ],

@@ -277,6 +277,35 @@ def test_runs_of_a_killed_server_are_failed_interrupted_by_a_live_server_and_by_
     )
 
 
+@TRANSACTIONAL
+@pytest.mark.usefixtures("not_sweeping_here")
+def test_a_restarted_server_fails_the_killed_ones_runs_with_no_request_at_all(
+    model: FakeOpenAI, counter: Agent, token: str, tmp_path: Path
+) -> None:
+    """A server sweeps from its start-up (the ASGI lifespan), not from its first request:
+    20 runs stayed `in_progress` 30 s after a restart that no client called (issue 25).
+    The restarted server gets no request here, only the connection that finds it
+    listening; the wait is generous, as a busy machine starts a process slowly."""
+    model.fallback = Turn(text=["Counting: ", "one, "], pause=0.05, hang=120)
+    with serve(tmp_path / "killed.log") as killed:
+        socks = open_streams(killed, model, counter, token, 20)
+        killed.kill()
+    for sock in socks:
+        sock.close()
+    assert in_progress(counter) == 20
+
+    with serve(tmp_path / "restart.log") as restart:
+        recovered = wait_for(lambda: in_progress(counter) == 0, PATIENCE)
+        wait_for(lambda: logged(STOPPED, restart.output()) >= 20, PATIENCE)
+        restart_log = restart.output()
+
+    assert logged(STOPPED, restart_log) == 20
+    assert Run.objects.filter(agent=counter, status="failed").count() == 20
+    assert all(r.error["code"] == "interrupted" for r in Run.objects.filter(agent=counter))
+    assert "Traceback" not in restart_log
+    print(f"\nkill -9 during 20 streams: 0 in progress {recovered:.2f}s after a silent restart")
+
+
 # ---------------------------------------------------------------- runs that break
 
 

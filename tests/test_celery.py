@@ -1,0 +1,61 @@
+"""A Celery worker sweeps from its start-up (agentbuilder.celery): a restarted worker with
+nothing in its queue still closes the runs a dead process left `in_progress`."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from agents.models import Agent, Run
+from tests.retrieval.test_celery_worker import free_port, start_redis, start_worker, stop
+
+# A worker process on a busy 2-core machine imports Django and forks its pool slowly: the
+# wait ends as soon as the runs are closed, this is only how long a machine may take.
+PATIENCE = 180.0
+
+pytestmark = [
+    # The worker sees committed rows only.
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.usefixtures("reseed_after_module"),
+]
+
+
+@pytest.mark.parametrize("pool", ["prefork", "solo", "threads"])
+def test_a_worker_fails_a_dead_processs_runs_at_start_up_with_no_task(
+    make_agent: Callable[..., Agent], admin_user: Any, tmp_path: Path, pool: str
+) -> None:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (CI installs it: apt-get install redis-server)")
+    agent = make_agent("counter")
+    version = agent.versions.get()
+    # As a killed process leaves them: in progress, their leases run out.
+    expired = timezone.now() - timedelta(seconds=5)
+    Run.objects.bulk_create(
+        Run(agent=agent, version=version, caller=admin_user, protocol="native", lease_until=expired)
+        for _ in range(20)
+    )
+    assert Run.objects.filter(status="in_progress").count() == 20
+    redis = start_redis(port := free_port(), tmp_path)
+    log = tmp_path / "worker.log"
+    worker = start_worker(f"redis://127.0.0.1:{port}/0", log, pool=pool, LIVENESS_THREAD="true")
+    try:
+        deadline = time.monotonic() + PATIENCE
+        while Run.objects.filter(status="in_progress").exists():
+            assert worker.poll() is None, log.read_text(errors="replace")
+            assert time.monotonic() < deadline, log.read_text(errors="replace")
+            time.sleep(0.1)
+    finally:
+        stop(worker)
+        stop(redis)
+
+    runs = Run.objects.filter(agent=agent)
+    assert [r.status for r in runs] == ["failed"] * 20
+    assert {r.error["code"] for r in runs} == {"interrupted"}
+    assert "Task " not in log.read_text(errors="replace")  # nothing ran: the start-up swept
