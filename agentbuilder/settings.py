@@ -344,6 +344,13 @@ TASK_TEMPLATE_MAX_CHARS = env.int("TASK_TEMPLATE_MAX_CHARS", default=1_000_000)
 TASK_TEMPLATE_MAX_STEPS = env.int("TASK_TEMPLATE_MAX_STEPS", default=100_000)
 TASK_TEMPLATE_MAX_SECONDS = env.float("TASK_TEMPLATE_MAX_SECONDS", default=1.0)
 
+# ---------------------------------------------------------------- agents calling agents
+
+# How deep agents may call agents (a task agent as a tool; an agent over MCP or A2A, the
+# depth travelling in the Agentbuilder-Call-Depth header): a call past it is refused, so an
+# agent that reaches itself makes MAX_AGENT_DEPTH + 1 runs, not runs without end.
+MAX_AGENT_DEPTH = env.int("MAX_AGENT_DEPTH", default=5)
+
 # ---------------------------------------------------------------- i18n, static
 
 LANGUAGE_CODE = "en-us"

@@ -49,6 +49,7 @@ from a2a.utils.errors import (
     A2AError,
     ContentTypeNotSupportedError,
     InternalError,
+    InvalidRequestError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
@@ -104,8 +105,8 @@ from agents.protocols.chat_completions.request import model_reference
 from agents.protocols.sse import sse
 from agents.runs.detached import run_detached
 from agents.runs.live import run_cancel
-from agents.runs.request import RunRequest
-from agents.runs.start import Invocation, TemplateOverLimit, invocation_start
+from agents.runs.request import RunRequest, call_depth_of
+from agents.runs.start import CallTooDeep, Invocation, TemplateOverLimit, invocation_start
 
 PROTOCOL = "a2a"
 ROUTE = "/v1/a2a"
@@ -470,6 +471,11 @@ class A2AEndpointView(AsyncApiView):
                 )
             )
         context_id = message.context_id or str(uuid.uuid4())
+        try:
+            call_depth = call_depth_of(self.request.headers)
+        except Invalid as exc:
+            error = InvalidRequestError(f"Invalid request: {exc.errors[0].msg}")
+            raise call.refusal(error) from None
         request = RunRequest(
             user=self.request.user,
             environment=self.environment,
@@ -479,6 +485,7 @@ class A2AEndpointView(AsyncApiView):
             route=ROUTE,
             agent_types=("tool", "rag", "task"),
             thread_id=context_id,
+            call_depth=call_depth,
         )
         try:
             invocation = _open_run(request, message, agent.agent_type)
@@ -565,6 +572,8 @@ def _open_run(request: RunRequest, message: pb.Message, agent_type: str) -> Invo
         raise from_invalid(exc, locate) from None
     except TemplateOverLimit as exc:
         raise invalid_params([(locate(("body", "inputs")), exc.message)]) from None
+    except CallTooDeep as exc:  # the request as a whole (its call-depth header), not a param
+        raise InvalidRequestError(f"Invalid request: {exc.detail}") from None
     except (NotFound, PermissionDenied):
         raise
     except DomainError as exc:  # a guardrail of the agent's config is no longer available

@@ -54,7 +54,7 @@ from agents.protocols.chat_completions.request import (
     mcp_requests,
     model_reference,
 )
-from agents.runs.request import CHAT_TYPES, RunRequest
+from agents.runs.request import CHAT_TYPES, RunRequest, call_depth_of
 from agents.runs.start import Invocation, invocation_start
 from agents.runtime.events import Event, ResponseFailed
 
@@ -182,6 +182,7 @@ class _ChatCompletionsBase(OpenAIAnswers, AsyncApiView):
                 # model: `iteration_limit` rounds of tools, then the model may still answer.
                 max_iterations=body.iteration_limit + 1,
                 mcp_servers=mcp_requests(body),
+                call_depth=call_depth_of(self.request.headers),
                 **self.run_request(body),
             )
         )

@@ -22,7 +22,7 @@ from agents.protocols.native.encoder import InvokeResponse, NdjsonEncoder, respo
 from agents.protocols.native.errors import error_body, failure_status
 from agents.protocols.native.request import InvokeRequest, InvokeTaskRequest, runtime_messages
 from agents.rag import OVERRIDES as RAG_OVERRIDES
-from agents.runs.request import CHAT_TYPES, TASK_TYPES, RunRequest
+from agents.runs.request import CHAT_TYPES, TASK_TYPES, RunRequest, call_depth_of
 from agents.runs.start import Invocation, invocation_start
 from agents.runtime.events import ResponseFailed
 
@@ -67,6 +67,7 @@ class _InvokeBase(AsyncApiView):
             protocol=self.protocol,
             route=self.route,
             agent_types=self.agent_types,
+            call_depth=call_depth_of(self.request.headers),
         )
 
     async def answer(self, agent_id: str, version_id: str) -> Any:

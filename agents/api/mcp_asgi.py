@@ -59,6 +59,7 @@ from agents.api.authentication import BearerTokenAuthentication
 from agents.api.mcp_server import CALLER_KEY, HANDLERS_KEY, server
 from agents.protocols.mcp_server.envelope import Refusal, refusal
 from agents.protocols.mcp_server.request import Caller
+from agents.runs.request import call_depth_of
 
 PATH = "/v1/mcp"
 # RFC 9728's metadata of this protected resource (served from the identity issue on; until
@@ -100,7 +101,7 @@ def check_host_and_origin(request: ASGIRequest) -> None:
 def authenticate(request: Any) -> Caller:
     """The caller of a request, throttled. Raises DRF's AuthenticationFailed,
     NotAuthenticated or Throttled, NotFound for an environment it cannot see, Invalid for
-    a header PostgreSQL could not hold."""
+    a header PostgreSQL could not hold or a call depth that is no number."""
     authenticated = BearerTokenAuthentication().authenticate(request)
     if authenticated is None:
         raise exceptions.NotAuthenticated()
@@ -115,7 +116,7 @@ def authenticate(request: Any) -> Caller:
     environment = selectors.environment_resolve(
         user=request.user, claim=claims.environment_id, header=header
     )
-    return Caller(request.user, environment)
+    return Caller(request.user, environment, call_depth_of(request.headers))
 
 
 def challenge(request: ASGIRequest) -> str:

@@ -40,7 +40,7 @@ from agents.protocols.mcp_server.request import (
     tool_reference,
 )
 from agents.protocols.mcp_server.tools import agent_tool
-from agents.runs.start import Invocation, invocation_start
+from agents.runs.start import CallTooDeep, Invocation, invocation_start
 from agents.runs.stream import recorded_events
 from agents.runtime.events import Event
 
@@ -109,6 +109,8 @@ async def call_tool(
         raise MCPError(INVALID_PARAMS, f"Tool '{params.name}': {exc.detail}") from None
     except Invalid as exc:
         return invalid_result(located_in_arguments(exc), run_id_of(exc))
+    except CallTooDeep as exc:  # the calling agent's model reads why
+        return failed_result(CallTooDeep.code, exc.detail)
     except DomainError as exc:
         return failed_result("invalid_request", exc.detail, run_meta(run_id_of(exc)))
     return await answer(ctx, invocation, thread_id)

@@ -29,7 +29,7 @@ from agents.protocols.process.errors import (
 )
 from agents.protocols.process.models import AgentResponse
 from agents.protocols.process.request import AgentRequest, runtime_messages
-from agents.runs.request import CHAT_TYPES, RunRequest
+from agents.runs.request import CHAT_TYPES, RunRequest, call_depth_of
 from agents.runs.start import Invocation, invocation_start
 from agents.runtime.events import ResponseFailed
 
@@ -89,6 +89,7 @@ class ProcessView(AsyncApiView):
             agent_types=CHAT_TYPES,
             messages=messages,
             thread_id=body.session_id or "",
+            call_depth=call_depth_of(self.request.headers),
         )
         return body, invocation_start(request)
 

@@ -20,7 +20,7 @@ from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.protocols.respond.encoder import AgentResponse, TurnEncoder
 from agents.protocols.respond.errors import error_body, failure_status
 from agents.protocols.respond.request import AgentRequest, history_messages
-from agents.runs.request import CHAT_TYPES, RunRequest
+from agents.runs.request import CHAT_TYPES, RunRequest, call_depth_of
 from agents.runs.start import Invocation, invocation_start
 
 
@@ -76,6 +76,7 @@ class RespondView(AsyncApiView):
                 route="/respond",
                 agent_types=CHAT_TYPES,
                 messages=messages,
+                call_depth=call_depth_of(self.request.headers),
             )
         )
         return body, invocation

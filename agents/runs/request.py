@@ -7,9 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentbuilder.errors import Invalid
 from agents.llm.base import Message, ToolSpec
 from agents.mcp.types import McpServerRequest
 from agents.models import Environment
+from agents.runtime import depth
 from agents.runtime.spec import ToolChoice
 
 CHAT_TYPES = ("tool", "rag")
@@ -39,3 +41,17 @@ class RunRequest:
     client_tools: tuple[ToolSpec, ...] = ()
     tool_choice: ToolChoice = field(default_factory=ToolChoice)
     parallel_tool_calls: bool = True
+    # How many agent calls led to this one (agents.runtime.depth): 0 for a client's own.
+    call_depth: int = 0
+
+
+def call_depth_of(headers: Mapping[str, str]) -> int:
+    """The call depth a request's `Agentbuilder-Call-Depth` header gives (0 without one).
+    Raises Invalid at the header."""
+    value = headers.get(depth.HEADER)
+    if value is None:
+        return 0
+    try:
+        return depth.parse_header(value)
+    except ValueError as exc:
+        raise Invalid.at(("header", depth.HEADER), str(exc)) from None

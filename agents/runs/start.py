@@ -25,6 +25,7 @@ from agents.models import Agent, AgentVersion, Environment, LLMModel, Run, RunSt
 from agents.runs import leases
 from agents.runs.request import RunRequest
 from agents.runs.spec import agent_spec, retrievers, with_max_iterations, with_request_servers
+from agents.runtime.depth import CallDepth
 from agents.runtime.engine import new_response_id
 from agents.runtime.messages import MESSAGE_ROLES, message_from_json, message_json
 from agents.runtime.spec import AgentSpec, RunInput
@@ -62,9 +63,14 @@ class Invocation:
 def invocation_start(request: RunRequest) -> Invocation:
     """Check the call, open its run and build the runtime spec.
 
-    Raises NotFound or PermissionDenied before any run exists; after that, DomainError
-    (wrong agent type) or Invalid, carrying `run_id`, with the run left `failed`.
+    Raises CallTooDeep, NotFound or PermissionDenied before any run exists; after that,
+    DomainError (wrong agent type) or Invalid, carrying `run_id`, with the run left `failed`.
     """
+    call_depth = CallDepth(request.call_depth, int(settings.MAX_AGENT_DEPTH))
+    if call_depth.exceeded:
+        # Before the run opens: the refused call is no run of its own (a chain of agents
+        # calling agents makes MAX_AGENT_DEPTH + 1 runs), and its caller's run has the reason.
+        raise CallTooDeep(call_depth.refusal())
     agent, version = selectors.agent_and_version_to_invoke(
         user=request.user,
         environment=request.environment,
@@ -86,6 +92,7 @@ def invocation_start(request: RunRequest) -> Invocation:
     insert_new(run)
     try:
         spec, run_input = _prepare(request, agent, version, run, history)
+        run_input = replace(run_input, call_depth=call_depth)
     except TemplateOverLimit as exc:
         _fail(run, exc.code, exc.message)
         exc.run_id = run.pk
@@ -206,6 +213,12 @@ def _rules(names: list[str], environment: Environment) -> list[Rule]:
 
 def _window() -> int:
     return int(settings.GUARDRAIL_WINDOW_CHARS)
+
+
+class CallTooDeep(DomainError):
+    """A call past MAX_AGENT_DEPTH in a chain of agents calling agents: a 400, and no run."""
+
+    code = "call_too_deep"
 
 
 class TemplateOverLimit(DomainError):

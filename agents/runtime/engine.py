@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 from agents.llm.base import ProviderError
+from agents.runtime.depth import CallDepth
 from agents.runtime.events import (
     Event,
     ResponseCompleted,
@@ -32,7 +33,7 @@ from agents.runtime.tool_agent import run_tool_agent
 
 logger = logging.getLogger(__name__)
 
-Flow = Callable[[AgentSpec, RunInput, Meter, int], AsyncIterator[Event]]
+Flow = Callable[[AgentSpec, RunInput, Meter, CallDepth], AsyncIterator[Event]]
 
 FLOWS: dict[str, Flow] = {"tool": run_tool_agent, "task": run_task_agent, "rag": run_rag_agent}
 
@@ -63,7 +64,7 @@ async def run(
         flow_for = FLOWS.get(spec.agent_type)
         if flow_for is None:
             raise RunFailure("unsupported", f"{spec.agent_type} agents cannot run yet")
-        flow = flow_for(spec, run_input, meter, 0)
+        flow = flow_for(spec, run_input, meter, run_input.call_depth)
         answer = _Answer()
         async for event in guard_output(flow, guard, meter):
             yield answer.follow(event)

@@ -21,6 +21,7 @@ from agents.llm.base import (
     Purpose,
     ToolSpec,
 )
+from agents.runtime.depth import CallDepth
 from agents.runtime.events import Event, ResponseCompleted, TextDelta
 from agents.runtime.guard import screen_nodes
 from agents.runtime.model_step import StepResult, model_request, model_step
@@ -46,7 +47,7 @@ GROUNDING_PROMPT = (
 
 
 async def run_rag_agent(
-    spec: AgentSpec, run_input: RunInput, meter: Meter, depth: int
+    spec: AgentSpec, run_input: RunInput, meter: Meter, depth: CallDepth
 ) -> AsyncIterator[Event]:
     config = spec.config
     assert isinstance(config, RagAgentConfig)

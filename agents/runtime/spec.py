@@ -9,6 +9,7 @@ from typing import Any, Literal
 from agents.configs import AgentConfig
 from agents.llm.base import Message, Provider, ToolSpec, Usage
 from agents.mcp.types import McpEndpoint
+from agents.runtime.depth import CallDepth
 from agents.runtime.trace import Trace
 from guardrails.engines.rules import Rule
 from retrieval.nodes import Node
@@ -85,6 +86,8 @@ class RunInput:
     client_tools: tuple[ToolSpec, ...] = ()
     tool_choice: ToolChoice = field(default_factory=ToolChoice)
     parallel_tool_calls: bool = True
+    # Where the run sits in a chain of agents calling agents, and how deep one may go.
+    call_depth: CallDepth = field(default_factory=CallDepth)
 
 
 class RunFailure(Exception):

@@ -13,6 +13,7 @@ import jsonschema
 
 from agents.configs import TaskAgentConfig
 from agents.llm.base import TASK_INPUTS_HEADER, Message, ModelRequest, ToolSpec
+from agents.runtime.depth import CallDepth
 from agents.runtime.events import Event, ResponseCompleted, TextDelta
 from agents.runtime.model_step import StepResult, model_request, model_step
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
@@ -92,7 +93,7 @@ def fill_defaults(schema: Mapping[str, Any], value: Any) -> Any:
 
 
 async def run_task_agent(
-    spec: AgentSpec, run_input: RunInput, meter: Meter, depth: int
+    spec: AgentSpec, run_input: RunInput, meter: Meter, depth: CallDepth
 ) -> AsyncIterator[Event]:
     config = spec.config
     assert isinstance(config, TaskAgentConfig)
@@ -120,11 +121,12 @@ async def run_task_agent(
 
 
 async def run_task_nested(
-    spec: AgentSpec, arguments: dict[str, Any], meter: Meter, depth: int
+    spec: AgentSpec, arguments: dict[str, Any], meter: Meter, depth: CallDepth
 ) -> str | dict[str, Any]:
     """A task agent called as a tool: its answer, or ToolFailure saying why not."""
     try:
-        events = [e async for e in run_task_agent(spec, RunInput(inputs=arguments), meter, depth)]
+        run_input = RunInput(inputs=arguments, call_depth=depth)
+        events = [e async for e in run_task_agent(spec, run_input, meter, depth)]
     except TaskInputError as exc:
         raise ToolFailure("invalid inputs: " + "; ".join(m for _, m in exc.problems)) from None
     except RunFailure as exc:

@@ -31,6 +31,7 @@ from typing import Any
 
 from agents.configs import StructuredOutputTool, ToolAgentConfig
 from agents.llm.base import Message, ModelRequest, ToolCallPart, ToolSpec
+from agents.runtime.depth import CallDepth
 from agents.runtime.events import Event, ResponseCompleted, ToolCall, ToolResult
 from agents.runtime.guard import screen_context, withheld
 from agents.runtime.model_step import StepResult, model_request, model_step
@@ -42,7 +43,7 @@ from guardrails.engines.rules import Rule
 
 
 async def run_tool_agent(
-    spec: AgentSpec, run_input: RunInput, meter: Meter, depth: int
+    spec: AgentSpec, run_input: RunInput, meter: Meter, depth: CallDepth
 ) -> AsyncIterator[Event]:
     config = spec.config
     assert isinstance(config, ToolAgentConfig)

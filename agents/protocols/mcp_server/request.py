@@ -34,6 +34,7 @@ class Caller:
 
     user: Any
     environment: Environment
+    call_depth: int = 0  # its Agentbuilder-Call-Depth header (agents.runtime.depth)
 
 
 class ChatArguments(CamelModel):
@@ -80,6 +81,7 @@ def run_request(
         "protocol": PROTOCOL,
         "route": ROUTE,
         "agent_types": (agent.agent_type,),
+        "call_depth": caller.call_depth,
     }
     if agent.agent_type == AgentType.TASK:
         return RunRequest(**common, inputs=dict(arguments or {}))

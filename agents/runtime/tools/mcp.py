@@ -15,12 +15,14 @@ import itertools
 import logging
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from agents.llm.base import ToolSpec
 from agents.mcp.cache import tools_of
 from agents.mcp.client import call_tool
 from agents.mcp.types import McpEndpoint, McpError, RemoteTool
+from agents.runtime.depth import HEADER, CallDepth
 from agents.runtime.spec import McpServerSpec
 from agents.runtime.tools.base import Outcome, Tool, ToolFailure
 
@@ -32,16 +34,32 @@ MAX_RESULT = 100_000  # characters of a result the model reads: a server cannot 
 OPEN_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
 
 
-async def mcp_tools(servers: Sequence[McpServerSpec], taken: set[str]) -> dict[str, Tool]:
-    """The Tools of `servers`, named apart from `taken` (which this extends)."""
+async def mcp_tools(
+    servers: Sequence[McpServerSpec], taken: set[str], depth: CallDepth | None = None
+) -> dict[str, Tool]:
+    """The Tools of `servers`, named apart from `taken` (which this extends). A call sends
+    `depth` (the callee's, when the server is an agent) as the call-depth header."""
     listings = await asyncio.gather(*(_listing(server) for server in servers))
+    headers = {HEADER: str((depth or CallDepth(1)).depth)}
     tools: dict[str, Tool] = {}
     for server, listing in zip(servers, listings, strict=True):
+        server = _with_headers(server, headers)
         if isinstance(listing, str):
             tools.update(_stand_ins(server, listing, taken))
         else:
             tools.update(_offered(server, listing, taken))
     return tools
+
+
+def _with_headers(server: McpServerSpec, headers: dict[str, str]) -> McpServerSpec:
+    """`server` whose calls also send `headers`. Listings do not: they run no agent, and
+    their cache is keyed by the endpoint as registered."""
+    if server.endpoint is None:
+        return server
+    names = {name.lower() for name in headers}
+    kept = {k: v for k, v in server.endpoint.headers.items() if k.lower() not in names}
+    endpoint = replace(server.endpoint, headers={**kept, **headers})
+    return replace(server, endpoint=endpoint)
 
 
 async def _listing(server: McpServerSpec) -> tuple[RemoteTool, ...] | str:

@@ -14,19 +14,18 @@ from agents.configs import (
     ToolAgentConfig,
 )
 from agents.llm.base import ToolSpec
+from agents.runtime.depth import CallDepth
 from agents.runtime.guard import screen_nodes
 from agents.runtime.spec import AgentSpec, Meter, RunInput
 from agents.runtime.tools.base import Outcome, Tool, ToolFailure, function_tool
 from agents.runtime.tools.functions import REGISTRY
 
-MAX_DEPTH = 3
-
 
 async def build_tools(
-    spec: AgentSpec, meter: Meter, depth: int, run_input: RunInput | None = None
+    spec: AgentSpec, meter: Meter, depth: CallDepth, run_input: RunInput | None = None
 ) -> dict[str, Tool]:
     """The agent's Tools by the name the model calls them; MCP servers are listed here, once
-    per run."""
+    per run. `depth` is the run's: an agent it calls runs one deeper."""
     config = spec.config
     assert isinstance(config, ToolAgentConfig)
     tools: dict[str, Tool] = {}
@@ -52,7 +51,7 @@ async def build_tools(
         # Imported here: the SDK is slow to load and most agents never need it.
         from agents.runtime.tools.mcp import mcp_tools
 
-        tools.update(await mcp_tools(spec.mcp_servers, taken=set(tools)))
+        tools.update(await mcp_tools(spec.mcp_servers, taken=set(tools), depth=depth.nested()))
     return tools
 
 
@@ -92,7 +91,9 @@ def _missing_task_agent(entry: TaskAgentTool) -> Tool:
     return Tool(ToolSpec(entry.name, entry.description, {"type": "object"}), call)
 
 
-def _task_agent_tool(entry: TaskAgentTool, target: AgentSpec, meter: Meter, depth: int) -> Tool:
+def _task_agent_tool(
+    entry: TaskAgentTool, target: AgentSpec, meter: Meter, depth: CallDepth
+) -> Tool:
     assert isinstance(target.config, TaskAgentConfig)
     parameters = target.config.input_schema
 
@@ -100,9 +101,10 @@ def _task_agent_tool(entry: TaskAgentTool, target: AgentSpec, meter: Meter, dept
         # Imported here: the task flow and this module refer to each other.
         from agents.runtime.task_agent import run_task_nested
 
-        if depth + 1 > MAX_DEPTH:
-            raise ToolFailure(f"agents may nest at most {MAX_DEPTH} deep")
-        answer = await run_task_nested(target, arguments, meter, depth + 1)
+        nested = depth.nested()
+        if nested.exceeded:  # as an endpoint refuses a call this deep (agents.runtime.depth)
+            raise ToolFailure(nested.refusal())
+        answer = await run_task_nested(target, arguments, meter, nested)
         text = answer if isinstance(answer, str) else json.dumps(answer)
         return Outcome(text, value=answer)
 

@@ -13,6 +13,7 @@ import jinja2
 import pytest
 
 from agents.configs import TaskAgentConfig
+from agents.runtime.depth import CallDepth
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
 from agents.runtime.task_agent import (
     TaskInputError,
@@ -243,7 +244,7 @@ def test_the_runtime_renders_off_the_event_loop_and_fails_with_template_limit(
         try:
             inputs = RunInput(inputs={"n": 100_000, "name": "abcdefghij"})
             with pytest.raises(RunFailure) as failure:
-                async for _ in run_task_agent(spec_of(task), inputs, Meter(), 0):
+                async for _ in run_task_agent(spec_of(task), inputs, Meter(), CallDepth()):
                     pass
         finally:
             beat.cancel()
@@ -261,4 +262,4 @@ def test_the_runtime_renders_off_the_event_loop_and_fails_with_template_limit(
 def test_a_nested_task_agent_over_a_limit_is_a_tool_failure() -> None:
     task = config("{% for i in range(n) %}{% endfor %}", n="integer")
     with pytest.raises(ToolFailure, match="over a limit: range"):
-        asyncio.run(run_task_nested(spec_of(task), {"n": 10**9}, Meter(), 1))
+        asyncio.run(run_task_nested(spec_of(task), {"n": 10**9}, Meter(), CallDepth(1)))
