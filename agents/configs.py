@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-import jsonschema
 from pydantic import Field, field_validator, model_validator
 
 from agentbuilder.errors import Invalid
 from agentbuilder.wire import CamelModel, parse
+from agents import json_schemas
 from agents.templating import template_limits
 from agents.templating.static import TooLarge, check_limits, field_types, template_variables
 
@@ -32,16 +32,11 @@ DEFAULT_RAG_PROMPT = (
 def _check_json_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     if schema is None:
         return None
-    dialect = schema.get("$schema")
-    if dialect is not None and not isinstance(dialect, str):
-        raise ValueError("invalid JSON Schema: $schema must be the URI of a dialect")
     try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except RecursionError:
-        raise ValueError("invalid JSON Schema: nested too deeply") from None
-    except jsonschema.SchemaError as exc:
-        where = "/".join(str(p) for p in exc.path)
-        at = f" at {where}" if where else ""
+        json_schemas.check(schema)
+    except json_schemas.SchemaRefused as exc:
+        # The field is the location; where inside the schema goes into the message.
+        at = f" at {exc.where}" if exc.path else ""
         raise ValueError(f"invalid JSON Schema{at}: {exc.message}") from None
     if schema.get("type") != "object":
         raise ValueError('the schema must describe an object: "type": "object"')

@@ -11,6 +11,7 @@ from typing import Any
 import jinja2
 import jsonschema
 
+from agents import json_schemas
 from agents.configs import TaskAgentConfig
 from agents.llm.base import TASK_INPUTS_HEADER, Message, ModelRequest, ToolSpec
 from agents.runtime.depth import CallDepth
@@ -52,11 +53,11 @@ def prepare_inputs(config: TaskAgentConfig, inputs: Any) -> tuple[dict[str, Any]
     if not isinstance(inputs, dict):
         raise TaskInputError([((), "inputs must be a JSON object")])
     filled = fill_defaults(config.input_schema, copy.deepcopy(inputs))
-    validator = _validator(config.input_schema)
-    problems = [
-        (_error_path(e), e.message)
-        for e in sorted(validator.iter_errors(filled), key=lambda e: list(e.absolute_path))
-    ]
+    try:
+        found = json_schemas.errors(filled, config.input_schema)
+    except json_schemas.SchemaRefused as exc:  # a config checked when saved does not get here
+        raise TaskInputError([((), f"the agent's inputSchema cannot be used: {exc}")]) from None
+    problems = [(_error_path(e), e.message) for e in found]
     if problems:
         raise TaskInputError(problems)
     try:
@@ -72,10 +73,6 @@ def prepare_inputs(config: TaskAgentConfig, inputs: Any) -> tuple[dict[str, Any]
         message = f"{type(exc).__name__}: {exc}"
         raise TaskInputError([((), f"the prompt template failed: {message}")]) from None
     return filled, prompt
-
-
-def _validator(schema: dict[str, Any]) -> Any:
-    return jsonschema.validators.validator_for(schema)(schema)
 
 
 def fill_defaults(schema: Mapping[str, Any], value: Any) -> Any:

@@ -13,8 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
+from agents import json_schemas
 from agents.llm.base import ToolSpec
 
 
@@ -53,12 +52,15 @@ def parse_arguments(raw: str, schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def schema_problems(value: Any, schema: dict[str, Any]) -> list[str]:
-    """Every violation of `schema` by `value`, each with its JSON path."""
-    validator = jsonschema.validators.validator_for(schema)(schema)
-    return [
-        f"{e.json_path}: {e.message}"
-        for e in sorted(validator.iter_errors(value), key=lambda e: list(e.path))
-    ]
+    """Every violation of `schema` by `value`, each with its JSON path. Raises ToolFailure
+    when the schema itself cannot be used (an MCP server's, read at run time, may `$ref`
+    an address: it is refused, never fetched)."""
+    try:
+        found = json_schemas.errors(value, schema)
+    except json_schemas.SchemaRefused as exc:
+        at = f" at {exc.where}" if exc.path else ""
+        raise ToolFailure(f"the tool's schema cannot be used{at}: {exc.message}") from None
+    return [f"{e.json_path}: {e.message}" for e in found]
 
 
 def render_result(value: Any) -> str:

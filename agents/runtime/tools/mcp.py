@@ -14,10 +14,11 @@ import asyncio
 import itertools
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
+from agents import json_schemas
 from agents.llm.base import ToolSpec
 from agents.mcp.cache import tools_of
 from agents.mcp.client import call_tool
@@ -87,19 +88,40 @@ def _offered(
             continue
         name = _free_name(remote.name, server.name, taken)
         description = remote.description.strip() or f"{remote.name} of MCP server {server.name}"
+        refused = _refused_schema(parameters)
+        if refused is not None:
+            # Offered anyway, so that a call says why it cannot be made; nothing is fetched.
+            logger.warning("MCP tool %s of %s: %s", remote.name, server.name, refused)
+            message = f"MCP server '{server.name}' offers {remote.name} with {refused}"
+            spec = ToolSpec(name, description[:MAX_DESCRIPTION], OPEN_OBJECT)
+            yield name, Tool(spec, _refusal(message))
+            continue
         spec = ToolSpec(name, description[:MAX_DESCRIPTION], parameters)
         yield name, _remote_tool(spec, server.name, server.endpoint, remote.name)
+
+
+def _refused_schema(parameters: dict[str, Any]) -> str | None:
+    """Why the platform will not use a server's input schema, or None."""
+    try:
+        json_schemas.check_refs(parameters)
+    except json_schemas.SchemaRefused as exc:
+        at = f" at {exc.where}" if exc.path else ""
+        return f"an input schema that cannot be used{at}: {exc.message}"
+    return None
+
+
+def _refusal(message: str) -> Callable[[dict[str, Any]], Awaitable[Outcome]]:
+    async def refuse(arguments: dict[str, Any]) -> Outcome:
+        raise ToolFailure(message)
+
+    return refuse
 
 
 def _stand_ins(server: McpServerSpec, reason: str, taken: set[str]) -> Iterator[tuple[str, Tool]]:
     """Tools for a server that could not be listed: its allowed tools (tried anyway when it
     has an endpoint, in case it is back by the time of the call), else one tool named after
     it; either way a call that cannot reach it says why."""
-    message = f"MCP server '{server.name}' {reason}"
-
-    async def refuse(arguments: dict[str, Any]) -> Outcome:
-        raise ToolFailure(message)
-
+    refuse = _refusal(f"MCP server '{server.name}' {reason}")
     if server.allowed_tools is not None:
         for remote_name in server.allowed_tools:
             name = _free_name(remote_name, server.name, taken)
