@@ -18,7 +18,12 @@ from rest_framework.response import Response
 from agentbuilder.api.views import AsyncApiView
 from agents.api.streaming import collected_events, run_headers, streamed
 from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
-from agents.protocols.native.encoder import InvokeResponse, NdjsonEncoder, response_body
+from agents.protocols.native.encoder import (
+    InvokeAnswer,
+    InvokeResponse,
+    NdjsonEncoder,
+    response_body,
+)
 from agents.protocols.native.errors import error_body, failure_status
 from agents.protocols.native.request import InvokeRequest, InvokeTaskRequest, runtime_messages
 from agents.rag import OVERRIDES as RAG_OVERRIDES
@@ -110,7 +115,7 @@ class InvokeView(_InvokeBase):
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
         request=InvokeRequest,
         examples=[QUESTION],
-        responses={200: InvokeResponse},
+        responses={200: InvokeAnswer},
         tags=["invoke"],
     )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:

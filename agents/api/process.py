@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import StreamingHttpResponse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -27,7 +26,7 @@ from agents.protocols.process.errors import (
     error_response,
     failure_status,
 )
-from agents.protocols.process.models import AgentResponse
+from agents.protocols.process.models import AgentResponse, StreamObject
 from agents.protocols.process.request import AgentRequest, runtime_messages
 from agents.runs.request import CHAT_TYPES, RunRequest, call_depth_of
 from agents.runs.start import Invocation, invocation_start
@@ -62,9 +61,10 @@ class ProcessView(AsyncApiView):
         ],
         responses={
             (200, "text/event-stream"): OpenApiResponse(
-                OpenApiTypes.STR,
+                StreamObject,
                 description="With `stream` (the default): one protocol object a `data:` "
-                "event. With `stream: false`, one response object.",
+                "event (the schema is each event's, its `data` the JSON of one object). "
+                "With `stream: false`, one response object.",
             ),
             (200, "application/json"): AgentResponse,
         },

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from agentbuilder.wire import CamelModel
 from agents.runtime.events import (
@@ -62,6 +62,21 @@ class InvokeResponse(CamelModel):
     custom_outputs: dict[str, Any] | None = Field(
         None, description="sourceNodes and ragMode of a RAG agent, a guardrail's verdict."
     )
+
+
+class StructuredOutput(RootModel[dict[str, Any]]):
+    """A tool agent's `structured_output` answer: the object its schema validated, as the
+    whole body (SPEC section 4), told from a response object by not being one."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "not": {"properties": {"object": {"const": "response"}}, "required": ["object"]}
+        }
+    )
+
+
+class InvokeAnswer(RootModel[InvokeResponse | StructuredOutput]):
+    """`invoke`'s answer: the response object, or a structured-output agent's object."""
 
 
 def _dumps(value: Any) -> bytes:

@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 from uuid import uuid4
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 # Qualifies this module's classes in the OpenAPI document where another shares a name.
 SCHEMA_PREFIX = "AgentProtocol"
@@ -191,6 +191,11 @@ class BaseResponse(Event):
 
 class AgentResponse(BaseResponse):
     session_id: str | None = None
+
+
+class StreamObject(RootModel[AgentResponse | Message | TextContent | DataContent]):
+    """What one server-sent event of a streamed response carries: the response as it
+    changes, a message opened or completed, or a part of one (a text delta included)."""
 
 
 def dump(model: BaseModel) -> dict[str, Any]:
