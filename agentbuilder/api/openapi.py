@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import CoreModeRef, DefsRef, GenerateJsonSchema, JsonSchemaMode
 
 from agentbuilder.api.errors import ErrorBody
+from agentbuilder.api.pagination import PageQuery
 
 PROJECT_PACKAGES = ("agentbuilder", "agents", "guardrails", "retrieval")
 REF_TEMPLATE = "#/components/schemas/{model}"
@@ -154,11 +155,16 @@ class PydanticModels(OpenApiSerializerExtension):
 # ---------------------------------------------------------------- query parameters
 
 
+EMPTY = {"type": "string", "maxLength": 0, "description": "Empty: as if absent."}
+
+
 def query_parameters(model: type[BaseModel], **descriptions: str) -> list[OpenApiParameter]:
     """The fields of a query model (what ApiView.query validates) as query parameters, with
     their constraints, so that the document allows exactly what the view does."""
     schema = model.model_json_schema(mode="validation", ref_template=REF_TEMPLATE)
     required = set(schema.get("required", ()))
+    # A list route reads `?name=` as no filter (SPEC writes `?agentType=&name=`): say so.
+    empty_is_absent = issubclass(model, PageQuery)
     parameters = []
     for name, field in schema["properties"].items():
         field = {k: v for k, v in field.items() if k != "title"}
@@ -172,6 +178,8 @@ def query_parameters(model: type[BaseModel], **descriptions: str) -> list[OpenAp
             field.update(options[0])
         elif options:
             field["anyOf"] = options
+        if empty_is_absent and name not in required:
+            field = {"anyOf": [field, EMPTY]}
         parameters.append(
             OpenApiParameter(
                 name, field, required=name in required, description=str(description or "")

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from pydantic import Field
 from rest_framework.request import Request
@@ -244,7 +245,10 @@ class DocumentListView(EnvironmentScoped):
 class DocumentDetailView(EnvironmentScoped):
     @extend_schema(
         operation_id="documents_get",
-        parameters=[OpenApiParameter("documentId", str, OpenApiParameter.PATH), ENVIRONMENT],
+        parameters=[
+            OpenApiParameter("documentId", OpenApiTypes.UUID, OpenApiParameter.PATH),
+            ENVIRONMENT,
+        ],
         responses={200: DocumentOut},
         tags=["documents"],
     )
@@ -253,7 +257,10 @@ class DocumentDetailView(EnvironmentScoped):
 
     @extend_schema(
         operation_id="documents_delete",
-        parameters=[OpenApiParameter("documentId", str, OpenApiParameter.PATH), ENVIRONMENT],
+        parameters=[
+            OpenApiParameter("documentId", OpenApiTypes.UUID, OpenApiParameter.PATH),
+            ENVIRONMENT,
+        ],
         responses={200: DeletedDocument},
         tags=["documents"],
     )

@@ -13,8 +13,9 @@ from datetime import datetime
 from typing import Any, Literal
 
 from django.urls import path
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from pydantic import Field
+from pydantic import Field, StrictBool
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -30,7 +31,9 @@ from agents.mcp.types import McpEndpoint
 from agents.models import NAME_PATTERN, McpServer
 from agents.permissions import Action
 
-SERVER_ID = OpenApiParameter("serverId", str, OpenApiParameter.PATH, description="Server uuid.")
+SERVER_ID = OpenApiParameter(
+    "serverId", OpenApiTypes.UUID, OpenApiParameter.PATH, description="Server uuid."
+)
 Transport = Literal["streamable_http", "sse"]
 HEADERS_DOC = (
     "HTTP headers sent with every request to the server (API keys, tokens). Stored "
@@ -49,7 +52,7 @@ class McpServerCreate(CamelModel):
     )
     headers: dict[str, str] = Field(default_factory=dict, description=HEADERS_DOC)
     timeout: float = Field(30.0, gt=0, le=300, description="Seconds for one listing or call.")
-    enabled: bool = True
+    enabled: StrictBool = True
     scope: Literal["environment", "global"] = Field(
         "environment",
         description="`global`: for every environment (superusers only).",
@@ -63,7 +66,7 @@ class McpServerPatch(CamelModel):
     transport: Transport | None = None
     headers: dict[str, str] | None = Field(None, description="Replaces every header.")
     timeout: float | None = Field(None, gt=0, le=300)
-    enabled: bool | None = None
+    enabled: StrictBool | None = None
 
 
 class McpServerOut(OutputModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -42,7 +43,10 @@ class RunListView(ApiView):
 class RunDetailView(ApiView):
     @extend_schema(
         operation_id="runs_get",
-        parameters=[OpenApiParameter("runId", str, OpenApiParameter.PATH), ENVIRONMENT],
+        parameters=[
+            OpenApiParameter("runId", OpenApiTypes.UUID, OpenApiParameter.PATH),
+            ENVIRONMENT,
+        ],
         responses={200: s.RunOut},
         tags=["runs"],
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 
 from agentbuilder.api.openapi import query_parameters
@@ -19,7 +20,9 @@ from agents import selectors
 from agents.models import Agent
 from agents.permissions import Action
 
-AGENT_ID = OpenApiParameter("agentId", str, OpenApiParameter.PATH, description="Agent uuid.")
+AGENT_ID = OpenApiParameter(
+    "agentId", OpenApiTypes.UUID, OpenApiParameter.PATH, description="Agent uuid."
+)
 VERSION_ID = OpenApiParameter(
     "versionId",
     str,

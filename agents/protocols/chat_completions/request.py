@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from agentbuilder.errors import ErrorItem, Invalid
 from agents.llm.base import Attachment, Message, ToolCallPart
@@ -114,7 +114,7 @@ class ChatMessage(_Lenient):
 
 
 class StreamOptions(_Lenient):
-    include_usage: bool = False
+    include_usage: StrictBool = False
 
 
 class McpTool(_Lenient):
@@ -126,7 +126,7 @@ class McpServer(_Lenient):
 
     integration_fqn: str | None = Field(None, min_length=1, max_length=300)
     url: str | None = Field(None, min_length=1, max_length=2000)
-    enable_all_tools: bool = True
+    enable_all_tools: StrictBool = True
     tools: list[McpTool] = Field(default_factory=list, max_length=200)
     headers: dict[str, str] | None = None
 
@@ -142,7 +142,7 @@ class McpServer(_Lenient):
 class ChatCompletionRequest(_Lenient):
     model: str | None = Field(None, max_length=200)
     messages: list[ChatMessage] = Field(min_length=1, max_length=1000)
-    stream: bool = False
+    stream: StrictBool = False
     stream_options: StreamOptions | None = None
     iteration_limit: int = Field(ITERATION_LIMIT_DEFAULT, ge=1, le=ITERATION_LIMIT_MAX)
     mcp_servers: list[McpServer] = Field(default_factory=list, max_length=20)
@@ -159,7 +159,7 @@ class ChatCompletionRequest(_Lenient):
     metadata: dict[str, str] | None = None
     response_format: dict[str, Any] | None = None
     tool_choice: str | dict[str, Any] | None = None
-    parallel_tool_calls: bool | None = None
+    parallel_tool_calls: StrictBool | None = None
     # Refused when they ask for what an agent cannot do.
     n: int | None = None
     tools: list[dict[str, Any]] | None = None

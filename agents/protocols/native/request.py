@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from agentbuilder.errors import Invalid
 from agentbuilder.wire import CamelModel
@@ -70,11 +70,11 @@ class InvokeRequest(CamelModel):
     guardrails: list[str] = Field(default_factory=list, max_length=20)
     thread_id: str | None = Field(None, max_length=100)
     hxql_query: str | None = None
-    hybrid_search: bool | None = None
+    hybrid_search: StrictBool | None = None
     limit: int | None = Field(None, ge=1, le=1000)
     reranker_top_n: int | None = Field(None, ge=1, le=100)
     adjacent_chunk_range: int | None = Field(None, ge=0, le=10)
-    adjacent_chunk_merge: bool | None = None
+    adjacent_chunk_merge: StrictBool | None = None
 
 
 class InvokeTaskRequest(CamelModel):

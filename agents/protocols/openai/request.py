@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictBool, model_validator
 
 from agentbuilder.errors import Invalid
 from agents.llm.base import ToolSpec
@@ -27,7 +27,7 @@ class FunctionDefinition(_Lenient):
     parameters: dict[str, Any] | None = Field(
         None, description="JSON Schema of the arguments object; none: no arguments."
     )
-    strict: bool | None = None
+    strict: StrictBool | None = None
 
 
 class ClientTool(_Lenient):
@@ -56,7 +56,7 @@ class OpenAIChatCompletionRequest(ChatCompletionRequest):
         description="Applies to the model calls of this completion: `none` calls no tool "
         "(the agent's included); `required` and a named function bind the first one.",
     )
-    parallel_tool_calls: bool | None = Field(
+    parallel_tool_calls: StrictBool | None = Field(
         None, description="`false`: at most one tool call per model call."
     )
 

@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 from uuid import uuid4
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool
 
 # Qualifies this module's classes in the OpenAPI document where another shares a name.
 SCHEMA_PREFIX = "AgentProtocol"
@@ -151,7 +151,7 @@ class Message(Event):
 
 class BaseRequest(_Model):
     input: list[Message] = Field(min_length=1, max_length=1000)
-    stream: bool = True
+    stream: StrictBool = True
 
 
 class AgentRequest(BaseRequest):
