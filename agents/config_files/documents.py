@@ -4,11 +4,13 @@ and the references a config makes to other rows by id, which a file makes by nam
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import Field
 
+from agentbuilder.api.parsers import MAX_DEPTH, check_json
 from agentbuilder.wire import CamelModel
 
 Loc = tuple[str | int, ...]
@@ -38,8 +40,59 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 
+# An agent file is one agent: its versions' configs, each a few KB (the API takes one of at
+# most API_MAX_BODY_BYTES, 1 MiB by default). 4 MiB holds an export of hundreds of versions
+# and bounds what a file costs to read: PyYAML parses about 1 MiB per second of CPU
+# (bench/yaml_bombs.py: 4 MiB in about 4 s).
+MAX_FILE_BYTES = 4 * 1024 * 1024
+
+
+class FileRefused(Exception):
+    """A file that is not read: too large, not UTF-8, not YAML, or YAML that could cost far
+    more than its size (anchors and aliases, deep nesting)."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        at = f"line {line}, column {column}: " if line is not None else ""
+        super().__init__(f"{at}{message}")
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """Well-formed YAML that agent files do not use."""
+
+
 class _Loader(yaml.SafeLoader):
-    """YAML 1.1 reads an unquoted 2025-01-31 as a date; configs are JSON, so it stays text."""
+    """A SafeLoader for agent files, refusing what makes a small file costly.
+
+    Anchors and aliases: a few hundred bytes of aliases stand for gigabytes once anything
+    walks the data (a 719-byte file took 33 s and 620 MB to import); an exported file has
+    none. Nesting past MAX_DEPTH: the composer recurses per level (100 KB of `[` raised
+    RecursionError), and configs past it are refused anyway. Both are refused as the parser
+    meets them, before the document is built.
+
+    YAML 1.1 reads an unquoted 2025-01-31 as a date; configs are JSON, so it stays text.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()
+        mark: Any = event.start_mark  # the stubs allow the C parser's marks too
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            name = getattr(event, "anchor", "")
+            problem = f"anchors and aliases (&{name}, *{name}) are not accepted: write values out"
+            raise _Refused(problem=problem, problem_mark=mark)
+        if not isinstance(event, yaml.CollectionStartEvent):
+            return super().compose_node(parent, index)
+        if self._depth >= MAX_DEPTH:
+            problem = f"nested deeper than {MAX_DEPTH} levels"
+            raise _Refused(problem=problem, problem_mark=mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def _as_text(loader: _Loader, node: yaml.Node) -> Any:
@@ -61,7 +114,39 @@ def yaml_dump(document: Any) -> str:
 
 
 def yaml_load(text: str) -> Any:
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader
+    """The data of an agent file's text; raises FileRefused saying where and why, and
+    Invalid (located) for text the database cannot hold, as the API does for a body."""
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader
+    except _Refused as exc:
+        raise _located(str(exc.problem), exc.problem_mark) from None
+    except yaml.MarkedYAMLError as exc:
+        context = f" ({exc.context})" if exc.context else ""
+        raise _located(f"not valid YAML: {exc.problem}{context}", exc.problem_mark) from None
+    except yaml.YAMLError as exc:
+        raise FileRefused(f"not valid YAML: {exc}") from None
+    check_json(data, ())
+    return data
+
+
+def read_document(path: Path) -> Any:
+    """The data of the agent file at `path`, read up to MAX_FILE_BYTES; raises FileRefused
+    (and Invalid, as yaml_load)."""
+    with path.open("rb") as file:
+        raw = file.read(MAX_FILE_BYTES + 1)  # one byte past the bound is enough to know
+    if len(raw) > MAX_FILE_BYTES:
+        raise FileRefused(f"larger than {MAX_FILE_BYTES} bytes, the most an agent file may be")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileRefused(f"not UTF-8 text: byte {exc.start} is {raw[exc.start]:#04x}") from None
+    return yaml_load(text)
+
+
+def _located(message: str, mark: Any) -> FileRefused:
+    if mark is None:
+        return FileRefused(message)
+    return FileRefused(message, mark.line + 1, mark.column + 1)
 
 
 # ---------------------------------------------------------------- the file

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from django.db import transaction
 
 from agentbuilder.errors import DomainError, ErrorItem, Invalid, NotFound
@@ -17,11 +16,12 @@ from agents import selectors, services
 from agents.config_files.documents import (
     BY_NAME,
     AgentEntry,
+    FileRefused,
     Loc,
     VersionEntry,
+    read_document,
     references,
     renamed,
-    yaml_load,
 )
 from agents.mcp.servers import mcp_server_by_ref
 from agents.models import Agent, Environment
@@ -125,12 +125,13 @@ def _load(found: list[str], problems: list[Problem]) -> list[_File]:
     seen: dict[str, str] = {}
     for path in found:
         try:
-            data = yaml_load(Path(path).read_text(encoding="utf-8"))
+            data = read_document(Path(path))
             entry = parse(AgentEntry, data)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-            problems.append(Problem(path, (), f"{at}not valid YAML: {exc}"))
+        except FileRefused as exc:
+            problems.append(Problem(path, (), str(exc)))
+            continue
+        except OSError as exc:  # unreadable: permissions, a directory's race
+            problems.append(Problem(path, (), f"cannot be read: {exc.strerror or exc}"))
             continue
         except Invalid as exc:
             problems += [Problem(path, e.loc, e.msg) for e in exc.errors]
