@@ -51,6 +51,7 @@ class _Opened:
     started: bool = False
 
 
+_preparing: set[uuid.UUID] = set()
 _opened: dict[uuid.UUID, _Opened] = {}
 _lock = threading.Lock()
 _dropped: queue.SimpleQueue[uuid.UUID] = queue.SimpleQueue()
@@ -60,9 +61,21 @@ def register() -> None:
     liveness.register(LEASES, renew=_renew, sweep=runs_sweep)
 
 
-def run_opened(run_id: uuid.UUID, invocation: object) -> None:
-    """The run's row exists and `invocation` carries it to a stream: lease it until then."""
+def run_inserted(run_id: uuid.UUID) -> None:
+    """The run's row exists and this thread prepares it (its spec, its inputs): renew its
+    lease meanwhile. That is this thread's own bounded work, but a cold process on a
+    loaded machine can spend longer than a lease on it (first imports, first
+    connections): 5 of 20 runs of a busy test server were swept `interrupted` before their
+    invocation existed. Ends with `run_opened`, or `run_ended` if preparing fails."""
     with _lock:
+        _preparing.add(run_id)
+    liveness.hold(LEASES, run_id)
+
+
+def run_opened(run_id: uuid.UUID, invocation: object) -> None:
+    """`invocation` carries the run to a stream: lease it until then."""
+    with _lock:
+        _preparing.discard(run_id)
         _opened[run_id] = _Opened(time.monotonic())
     liveness.hold(LEASES, run_id)
     weakref.finalize(invocation, _on_dropped, run_id)
@@ -78,6 +91,7 @@ def run_started(run_id: uuid.UUID) -> None:
 
 def run_ended(run_id: uuid.UUID) -> None:
     with _lock:
+        _preparing.discard(run_id)
         _opened.pop(run_id, None)
     liveness.release(LEASES, run_id)
 
@@ -95,10 +109,11 @@ def _on_dropped(run_id: uuid.UUID) -> None:
 
 
 def _renew(run_ids: Collection[uuid.UUID]) -> None:
-    """Renew the runs waiting for their stream to start, and the started ones whose
-    consumer beat lately (agents.runs.live): not every run this process holds."""
+    """Renew the runs being prepared or waiting for their stream to start, and the started
+    ones whose consumer beat lately (agents.runs.live): not every run this process holds."""
     with _lock:
         unstarted = {r for r in run_ids if (o := _opened.get(r)) is not None and not o.started}
+        unstarted |= _preparing.intersection(run_ids)
     alive = unstarted | live.beating(run_ids)
     if alive:
         Run.objects.filter(pk__in=alive, status=RunStatus.IN_PROGRESS).update(

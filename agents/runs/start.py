@@ -90,6 +90,7 @@ def invocation_start(request: RunRequest) -> Invocation:
         lease_until=liveness.lease_expiry(),
     )
     insert_new(run)
+    leases.run_inserted(run.pk)
     try:
         spec, run_input = _prepare(request, agent, version, run, history)
         run_input = replace(run_input, call_depth=call_depth)
@@ -243,6 +244,7 @@ def _task_inputs(config: TaskAgentConfig, inputs: Any) -> tuple[dict[str, Any], 
 
 
 def _fail(run: Run, code: str, message: str) -> None:
+    leases.run_ended(run.pk)  # closed here: nothing is left to renew
     Run.objects.filter(pk=run.pk).update(
         status=RunStatus.FAILED,
         completed_at=timezone.now(),

@@ -32,7 +32,9 @@ from agentbuilder import liveness
 from agents.examples import CALCULATOR
 from agents.models import Agent, LLMModel, Run
 from agents.protocols.native.encoder import NdjsonEncoder
-from agents.runs.leases import runs_interrupt_expired
+from agents.runs import start
+from agents.runs.leases import LEASES, runs_interrupt_expired
+from agents.runs.spec import agent_spec
 from agents.runtime.events import TextDelta
 from agents.runtime.tools.functions import REGISTRY, FunctionSpec
 from agents.tokens import token_encode
@@ -87,10 +89,10 @@ def token(owner: Any) -> str:
 
 
 # Server processes on the fake model, with short leases, and a connection pool larger than
-# the 20 streams: with tests/live.py's 4 (or 12), streams on a busy machine held every
-# connection, the lease renewals waited for one, and as many runs as connections had their
-# leases run out while their process lived (failed `interrupted`: the 16 == 20 this test
-# failed with). A product issue, reported: renewals must not queue behind requests.
+# the 20 streams, so that a renewal never waits for a connection behind them. (The 16 == 20
+# and 12 == 20 this test failed with on busy machines were runs swept while their request
+# still prepared them, before anything renewed them: see
+# test_a_run_keeps_its_lease_while_it_is_prepared.)
 SERVER_ENV = {"LLM_OFFLINE": "false", "LIVENESS_SECONDS": str(LIVENESS), "DB_POOL_MAX_SIZE": "32"}
 
 
@@ -429,6 +431,32 @@ def test_only_runs_whose_lease_ran_out_are_interrupted(counter: Agent, owner_cli
     statuses = dict(Run.objects.filter(agent=counter).values_list("pk", "status"))
     assert statuses == {done.pk: "completed", alive.pk: "in_progress", dead.pk: "failed"}
     assert Run.objects.get(pk=dead.pk).error["code"] == "interrupted"
+
+
+@pytest.mark.django_db
+def test_a_run_keeps_its_lease_while_it_is_prepared(
+    counter: Agent, owner_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The row exists before the run's spec and inputs are built; a cold process on a busy
+    machine took longer than a lease there, and the sweep (its own or another process's)
+    failed runs whose request was still preparing them (5 of 20 in the busy liveness test).
+    Here the preparation outlasts the lease, and a liveness pass comes meanwhile."""
+    seen: list[str] = []
+
+    def outlasting_a_lease(**kwargs: Any) -> Any:
+        Run.objects.filter(agent=counter).update(lease_until=time_from_now(-1))
+        liveness.tick()
+        seen.extend(Run.objects.filter(agent=counter).values_list("status", flat=True))
+        return agent_spec(**kwargs)
+
+    monkeypatch.setattr(start, "agent_spec", outlasting_a_lease)
+    answer = owner_client.post(
+        f"/v1/agents/{counter.pk}/versions/latest/invoke", ROUTES["invoke"], format="json"
+    )
+    assert answer.status_code == 200
+    assert seen == ["in_progress"]
+    assert Run.objects.get(agent=counter).status == "completed"
+    assert liveness.held(LEASES) == set()  # recorded: nothing left to renew
 
 
 def time_from_now(seconds: float) -> datetime:
