@@ -48,10 +48,12 @@ class Following:
         self._snapshot = snapshot
 
     def opening(self) -> pb.StreamResponse:
-        """The task as it stands after the replayed events."""
+        """The task as it stands after the replayed events. Its artifact is the text sent
+        so far, not the delta the encoder holds back: an update sends that one (appended),
+        and the subscriber would have it twice."""
         task = pb.Task()
         task.CopyFrom(self._snapshot)
-        text = self.tasks.sent + (self.tasks.held or "")
+        text = self.tasks.sent
         if text:
             task.artifacts.append(
                 pb.Artifact(artifact_id=ARTIFACT_ID, name="answer", parts=[text_part(text)])
