@@ -156,6 +156,8 @@ class PydanticModels(OpenApiSerializerExtension):
 
 
 EMPTY = {"type": "string", "maxLength": 0, "description": "Empty: as if absent."}
+# Text is stored or compared by PostgreSQL, which holds no NUL: a 400 (check_text).
+NO_NUL = "^[^\\x00]*$"
 
 
 def query_parameters(model: type[BaseModel], **descriptions: str) -> list[OpenApiParameter]:
@@ -178,6 +180,8 @@ def query_parameters(model: type[BaseModel], **descriptions: str) -> list[OpenAp
             field.update(options[0])
         elif options:
             field["anyOf"] = options
+        if field.get("type") == "string" and not {"enum", "format", "pattern"} & set(field):
+            field["pattern"] = NO_NUL
         if empty_is_absent and name not in required:
             field = {"anyOf": [field, EMPTY]}
         parameters.append(
