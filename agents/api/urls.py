@@ -65,7 +65,9 @@ urlpatterns = [
     # The OpenAI-compatible base: `OpenAI(base_url=".../v1/openai")` works unmodified.
     path("openai/models", openai_base.OpenAIModelListView.as_view(), name="openai-models"),
     path(
-        "openai/models/<str:model>",
+        # `<path:>`: an OpenAI model id may hold a slash (`openai/gpt-4o-mini`); no agent is
+        # named so, and the answer is OpenAI's model_not_found rather than the API's 404.
+        "openai/models/<path:model>",
         openai_base.OpenAIModelDetailView.as_view(),
         name="openai-model",
     ),

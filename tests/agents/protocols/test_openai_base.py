@@ -79,6 +79,17 @@ def test_a_model_is_retrieved_by_name_and_an_unknown_one_is_openais_404(
     assert missing.value.type == "invalid_request_error"
 
 
+def test_a_model_id_with_a_slash_is_openais_404_too(owner_client: Any) -> None:
+    """OpenAI's own ids hold slashes (`openai/gpt-4o-mini`): the route takes them, and
+    answers as OpenAI does, not with the API's 404 of a path no route matches."""
+    missing = owner_client.get("/v1/openai/models/openai/gpt-4o-mini")
+
+    assert missing.status_code == 404
+    error = missing.json()["error"]
+    assert (error["code"], error["type"]) == ("model_not_found", "invalid_request_error")
+    assert "'openai/gpt-4o-mini'" in error["message"]
+
+
 @LIVE
 def test_a_chat_completion_through_the_base_names_the_agent_that_answered(
     port: int, owner: Any, calculator: Agent
