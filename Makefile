@@ -12,7 +12,7 @@ HOST ?= 127.0.0.1
 run setup: export DEBUG ?= true
 run setup: export LLM_OFFLINE ?= true
 
-.PHONY: run test lint typecheck migrate setup clean-db editor
+.PHONY: run test lint typecheck migrate setup clean-db editor schemathesis
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,15 @@ $(JS_A2A)/node_modules/.installed: $(JS_A2A)/package-lock.json
 
 test: $(VENV)/.installed-dev $(JS_A2A)/node_modules/.installed
 	$(BIN)/python -m pytest
+
+# Schemathesis' longer run (CI runs tests/test_schemathesis.py on a small budget): every
+# phase with more examples and scenarios, each failure counted by kind, not stopping at the
+# first; it prints the figures (cases by phase and operation, failures by kind) and fails
+# if there was any. SCHEMATHESIS_MAX_EXAMPLES and SCHEMATHESIS_SCENARIOS change the budget.
+schemathesis: $(VENV)/.installed-dev
+	SCHEMATHESIS_COLLECT=1 SCHEMATHESIS_MAX_EXAMPLES=$${SCHEMATHESIS_MAX_EXAMPLES:-40} \
+	SCHEMATHESIS_SCENARIOS=$${SCHEMATHESIS_SCENARIOS:-60} \
+	$(BIN)/python -m pytest tests/test_schemathesis.py -n 0 -p no:randomly -q -s
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
