@@ -155,6 +155,9 @@ class World:
     doomed_server_id: str
 
     def path_parameters(self, case: Case) -> dict[str, str]:
+        generated = case.path_parameters or {}
+        if negative(case, ParameterLocation.PATH):
+            return dict(generated)  # a malformed id on purpose: its 400 is the point
         method, path = case.method.upper(), case.path
         deleting = method == "DELETE"
         values = {
@@ -168,7 +171,6 @@ class World:
             # An alias of the tool and RAG agents: the first DELETE deletes it.
             "name": ALIAS,
         }
-        generated = case.path_parameters or {}
         return {name: values.get(name, value) for name, value in generated.items()}
 
     def _agent(self, method: str, path: str, case: Case) -> Agent:
@@ -237,11 +239,16 @@ def checked(case: Case, call: Callable[[], Any]) -> Any:
     return None
 
 
+def negative(case: Case, where: ParameterLocation) -> bool:
+    """Whether the case breaks `where` on purpose (a negative case)."""
+    component = case.meta.components.get(where) if case.meta else None
+    return component is not None and component.mode == GenerationMode.NEGATIVE
+
+
 def credentials(case: Case, token: str) -> dict[str, str]:
     """The test's token, unless the case breaks its headers on purpose: a negative case
     without its Authorization header expects the 401 it gets."""
-    headers = case.meta.components.get(ParameterLocation.HEADER) if case.meta else None
-    if headers is not None and headers.mode == GenerationMode.NEGATIVE:
+    if negative(case, ParameterLocation.HEADER):
         return {}
     return {"Authorization": f"Bearer {token}"}
 

@@ -250,10 +250,12 @@ class AutoSchema(openapi.AutoSchema):
         response: dict[str, Any] = self._get_response_for_code(
             body, str(status), media_types=["application/json"]
         )
-        if status == 413 and body is not ErrorBody:
+        if status in (404, 413) and body is not ErrorBody:
             # The body-size middleware refuses by Content-Length before any view runs, in
             # SPEC section 2's shape; a body that lied about its length meets the view's.
-            native = self._get_response_for_code(ErrorBody, "413", ["application/json"])
+            # A path no route matches (an empty id: `/v1/agents//versions/1/process`) is
+            # the API's 404, before any view too.
+            native = self._get_response_for_code(ErrorBody, str(status), ["application/json"])
             content = response["content"]["application/json"]
             content["schema"] = {
                 "anyOf": [content["schema"], native["content"]["application/json"]["schema"]]

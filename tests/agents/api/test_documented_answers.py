@@ -81,3 +81,16 @@ def test_every_event_of_a_process_stream_is_the_documented_event(
         assert errors(document, content, json.loads(event["data"])) == [], event
     objects = {json.loads(e["data"])["object"] for e in events}
     assert objects == {"response", "message", "content"}
+
+
+def test_a_path_with_an_empty_id_is_a_documented_404(
+    owner_client: APIClient, document: dict[str, Any]
+) -> None:
+    """No route matches `/v1/agents//versions/latest/process`: the API's 404 answers before
+    the process view's own error shape could, and the document says so."""
+    answered = owner_client.post("/v1/agents//versions/latest/process", {"input": []}, "json")
+
+    assert answered.status_code == 404
+    operation = document["paths"][f"{VERSION}/process"]["post"]
+    schema = operation["responses"]["404"]["content"]["application/json"]["schema"]
+    assert errors(document, schema, answered.json()) == []
