@@ -45,7 +45,10 @@ from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Turn
 from tests.live import server_process
 
-LIVENESS = 6.0  # seconds: leases of 4 s, renewed every second (as test_run_liveness)
+# Seconds: leases of 10 s, renewed every 2.5 s. Leases of 4 s ran out under live runs when
+# the machine was loaded (three suites side by side, load 14): a server's liveness thread
+# can be held off for seconds there (see test_run_liveness's LIVENESS).
+LIVENESS = 15.0
 MODEL = "openai/gpt-4o-mini"
 PATIENCE = 120.0  # seconds a loaded machine may take for what takes one when idle
 SERVER_ENV = {"LLM_OFFLINE": "false", "LIVENESS_SECONDS": str(LIVENESS)}
