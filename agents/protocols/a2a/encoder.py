@@ -159,6 +159,15 @@ class TaskEncoder:
             return [*self._flush(), self._end(pb.TASK_STATE_CANCELED)]
         return []
 
+    def release_held(self) -> None:
+        """The held delta went out another way (a subscriber's opening task): count it as
+        a sent chunk, so updates append after it. The end then sends the whole answer,
+        replacing, since there is no held delta left to close it with."""
+        if self.held is not None:
+            self.sent += self.held
+            self.held = None
+            self.chunks += 1
+
     def _artifact(
         self, parts: list[pb.Part], *, append: bool, last: bool, metadata: dict[str, Any]
     ) -> pb.StreamResponse:

@@ -48,11 +48,12 @@ class Following:
         self._snapshot = snapshot
 
     def opening(self) -> pb.StreamResponse:
-        """The task as it stands after the replayed events. Its artifact is the text sent
-        so far, not the delta the encoder holds back: an update sends that one (appended),
-        and the subscriber would have it twice."""
+        """The task as it stands after the replayed events, its artifact all the text so
+        far: the delta the encoder holds back goes out here, so no update sends it again
+        (the subscriber had it twice)."""
         task = pb.Task()
         task.CopyFrom(self._snapshot)
+        self.tasks.release_held()
         text = self.tasks.sent
         if text:
             task.artifacts.append(

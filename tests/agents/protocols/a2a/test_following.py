@@ -1,6 +1,6 @@
 """A subscription's opening task and the updates after it make the answer once: the text
-the encoder holds back (the last delta, until it knows whether it is the last chunk) is
-sent by an update, so the opening must not show it too. The JS SDK's subscriber assembled
+the encoder holds back (the last delta, until it knows whether it is the last chunk) goes
+out with the opening, so no update may send it again. The JS SDK's subscriber assembled
 '1, 2, 2, 3, …' on a busy machine, where it subscribed while a delta was held."""
 
 from __future__ import annotations
@@ -68,5 +68,6 @@ def test_the_opening_and_the_updates_make_the_answer_once(
         return out
 
     updates = async_to_sync(follow)()
+    assert text == "".join(DELTAS[:stored])  # all the text so far
     assert assembled(text, updates) == answer
     assert updates[-2].artifact_update.last_chunk
