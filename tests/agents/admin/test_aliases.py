@@ -102,27 +102,6 @@ def test_a_fresh_alias_cannot_roll_back_and_delete_removes_it(
     assert AliasChange.objects.filter(agent=calc, to_version=None).count() == 1
 
 
-@pytest.mark.django_db(transaction=True)
-def test_delete_outside_a_test_transaction_removes_it_and_keeps_it_in_the_history(
-    client: Client, admin_user: Any, calc: Any
-) -> None:
-    """The admin's request is not wrapped in the test's transaction here, as on a real
-    server (the delete answered 500 when the service took its lock outside one)."""
-    client.force_login(admin_user)
-    post(client, calc, action="promote", name="prod", version=2)
-
-    page = post(client, calc, action="delete", name="prod")
-
-    assert page.status_code == 200
-    assert "Alias &#x27;prod&#x27; deleted." in page.content.decode()
-    assert not VersionAlias.objects.filter(agent=calc).exists()
-    changes = [
-        (c.from_version.number if c.from_version else None, c.to_version)
-        for c in AliasChange.objects.filter(agent=calc).order_by("changed_at", "id")
-    ]
-    assert changes == [(None, calc.versions.get(number=2)), (2, None)]
-
-
 def test_readers_see_the_aliases_and_only_editors_change_them(
     client: Client, env: Any, calc: Any, admin_user: Any
 ) -> None:

@@ -147,21 +147,6 @@ def test_delete_removes_the_alias_and_it_no_longer_resolves(
     assert isinstance(again.json()["detail"], str)
 
 
-@pytest.mark.django_db(transaction=True)
-def test_delete_outside_a_test_transaction_answers_204_and_the_history_keeps_it(
-    owner_client: APIClient, calc: Agent
-) -> None:
-    """A request is not wrapped in the test's transaction here, as on a real server: the
-    service holds the agent's row in a transaction of its own (it answered 500 without)."""
-    put(owner_client, calc, "prod", 1)
-
-    deleted = owner_client.delete(url(calc, "prod"))
-
-    assert deleted.status_code == 204, deleted.content
-    assert not VersionAlias.objects.filter(agent=calc).exists()
-    assert history(owner_client, calc) == [("prod", 1, None, "owner"), ("prod", None, 1, "owner")]
-
-
 @pytest.mark.parametrize(
     "name",
     [
