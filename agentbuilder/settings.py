@@ -323,6 +323,16 @@ DOCUMENT_MAX_BYTES = env.int("DOCUMENT_MAX_BYTES", default=25 * 1024 * 1024)
 # Django's own cap must let a document through; each route's parser enforces its limit
 # (API_MAX_BODY_BYTES for JSON bodies, DOCUMENT_MAX_BYTES for uploads).
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(API_MAX_BODY_BYTES, DOCUMENT_MAX_BYTES + 64 * 1024)
+# Reading a document (its text, split into chunks) runs in a child process within these
+# bounds (retrieval.bounded_extract); past one the document is `failed` with the reason.
+# PDF page content, decompressed, each page's counted (pages sharing a stream each count it).
+DOCUMENT_MAX_DECOMPRESSED_BYTES = env.int("DOCUMENT_MAX_DECOMPRESSED_BYTES", default=64 * 2**20)
+# Chunks of one document: 2,000 chunks of 256 tokens hold a book of about 700 pages.
+DOCUMENT_MAX_CHUNKS = env.int("DOCUMENT_MAX_CHUNKS", default=2000)
+# CPU seconds of the child (RLIMIT_CPU); a normal PDF reads at tens of pages per second.
+DOCUMENT_EXTRACTION_SECONDS = env.float("DOCUMENT_EXTRACTION_SECONDS", default=30.0)
+# Address space of the child (RLIMIT_AS), the interpreter and its libraries included.
+DOCUMENT_EXTRACTION_MEMORY_BYTES = env.int("DOCUMENT_EXTRACTION_MEMORY_BYTES", default=2**30)
 # Reranked nodes scoring below this (0..1) are left out of a RAG answer's context.
 RAG_SCORE_THRESHOLD = env.float("RAG_SCORE_THRESHOLD", default=0.0)
 # Vector search compares every chunk when the filter leaves at most this many (exact, and

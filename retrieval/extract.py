@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from retrieval.chunking import count_tokens
+
 PLAIN = "text/plain"
 MARKDOWN = "text/markdown"
 HTML = "text/html"
@@ -43,6 +45,29 @@ class ExtractionError(Exception):
     pass
 
 
+class BoundExceeded(ExtractionError):
+    """The document costs more to read than a bound allows (retrieval.bounded_extract)."""
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What reading one document may cost, beyond the CPU time and memory its process is
+    given: `decompressed_bytes` of PDF page content (a page's content counted each time a
+    page draws it: pages sharing one stream each cost its length), and `tokens` of text
+    (past `chunks` × `chunk_tokens` tokens the text makes more than `chunks` chunks,
+    whatever the split)."""
+
+    decompressed_bytes: int
+    chunks: int
+    chunk_tokens: int
+
+    def check_tokens(self, tokens: int, where: str = "") -> None:
+        if tokens > self.chunks * self.chunk_tokens:
+            raise BoundExceeded(
+                f"the document makes more than {self.chunks} chunks (DOCUMENT_MAX_CHUNKS){where}"
+            )
+
+
 def media_type_of(filename: str | None, declared: str | None) -> str:
     """The supported media type of an upload: the declared one unless it is generic, else the
     file extension's. Raises UnsupportedMedia."""
@@ -58,12 +83,15 @@ def media_type_of(filename: str | None, declared: str | None) -> str:
     raise UnsupportedMedia(base or "application/octet-stream")
 
 
-def extract_text(data: bytes, media_type: str) -> str:
+def extract_text(data: bytes, media_type: str, bounds: Bounds | None = None) -> str:
     """The normalised text of a document of a supported media type. Raises ExtractionError for
-    corrupt or undecodable input, UnsupportedMedia for any other type."""
+    corrupt or undecodable input, BoundExceeded past `bounds`, UnsupportedMedia for any
+    other type."""
     extractor = _EXTRACTORS.get(media_type)
     if extractor is None:
         raise UnsupportedMedia(media_type)
+    if media_type == PDF:
+        return normalize_text(_pdf(data, bounds))
     return normalize_text(extractor(data))
 
 
@@ -373,20 +401,67 @@ def _flatten(root: Any, layout: _Layout) -> str:
     return "".join(parts)
 
 
-def _pdf(data: bytes) -> str:
-    from pypdf import PdfReader
+# pypdf's own per-stream output limits (75 MB each by default), lowered to the document's
+# bound: no single stream inflates past it in memory before the count below sees it.
+_PDF_OUTPUT_LIMITS = (
+    "array_based_stream_maximum_output_length",
+    "brotli_maximum_output_length",
+    "jbig2_maximum_output_length",
+    "lzw_maximum_output_length",
+    "run_length_maximum_output_length",
+    "zlib_maximum_output_length",
+)
 
+
+def _pdf(data: bytes, bounds: Bounds | None = None) -> str:
+    from pypdf import PdfReader, apply_configuration
+    from pypdf.errors import LimitReachedError
+
+    limits: dict[str, Any] = {}
+    if bounds is not None:
+        limits = {name: bounds.decompressed_bytes for name in _PDF_OUTPUT_LIMITS}
+    pages: list[str] = []
     try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise ExtractionError("the PDF is password-protected")
-        pages = [page.extract_text() for page in reader.pages]
+        with apply_configuration(**limits):
+            reader = PdfReader(io.BytesIO(data))
+            if reader.is_encrypted and not reader.decrypt(""):
+                raise ExtractionError("the PDF is password-protected")
+            count = len(reader.pages)
+            content = tokens = 0
+            for number, page in enumerate(reader.pages, start=1):
+                where = f": stopped at page {number} of {count}"
+                if bounds is not None:
+                    content += _content_length(page)
+                    if content > bounds.decompressed_bytes:
+                        raise BoundExceeded(_decompressed_reason(bounds, where))
+                pages.append(page.extract_text())
+                if bounds is not None:
+                    tokens += count_tokens(pages[-1])
+                    bounds.check_tokens(tokens, where)
     except ExtractionError:
         raise
+    except LimitReachedError as exc:
+        # One stream alone decompresses past the bound (or past another of pypdf's limits).
+        reason = f"{exc}: stopped at page {len(pages) + 1}"
+        raise BoundExceeded(
+            _decompressed_reason(bounds, f" ({reason})") if bounds else reason
+        ) from exc
     # A damaged file can fail anywhere in pypdf's object graph, not only with its own errors.
     except Exception as exc:
         raise ExtractionError(f"unreadable PDF: {exc}") from exc
     return "\n\n".join(pages)
+
+
+def _content_length(page: Any) -> int:
+    contents = page.get_contents()
+    return 0 if contents is None else len(contents.get_data())
+
+
+def _decompressed_reason(bounds: Bounds, where: str) -> str:
+    return (
+        f"the PDF's page content decompresses to more than {bounds.decompressed_bytes} bytes "
+        f"(DOCUMENT_MAX_DECOMPRESSED_BYTES){where}"
+    )
 
 
 _EXTRACTORS: dict[str, Callable[[bytes], str]] = {

@@ -18,13 +18,13 @@ from pgvector import Vector
 
 from agentbuilder import liveness
 from agentbuilder.errors import Conflict, DomainError, Invalid
-from retrieval.chunking import Piece, split
+from retrieval.bounded_extract import Limits, extract_pieces
+from retrieval.chunking import Piece
 from retrieval.embedders.base import Embedder, EmbeddingError
 from retrieval.embedders.registry import embedder_for
 from retrieval.extract import (
     ExtractionError,
     UnsupportedMedia,
-    extract_text,
     media_type_of,
     text_check,
 )
@@ -188,8 +188,7 @@ def document_ingest(*, document_id: uuid.UUID | str) -> DocumentStatus:
         logger.info("document %s is gone; nothing to ingest", document_id)
         return DocumentStatus.FAILED
     try:
-        text = extract_text(bytes(document.source), document.media_type)
-        pieces = split(text, size=settings.CHUNK_TOKENS, overlap=settings.CHUNK_OVERLAP)
+        pieces = extract_pieces(bytes(document.source), document.media_type, extraction_limits())
         if not pieces:  # an empty file, a scanned PDF without a text layer
             raise ExtractionError("the document has no text to index")
         vectors = list(_embed(document_embedder(), [p.text for p in pieces]))
@@ -202,6 +201,18 @@ def document_ingest(*, document_id: uuid.UUID | str) -> DocumentStatus:
         _fail(document.pk, f"ingestion failed: {type(exc).__name__}: {exc}")
         return DocumentStatus.FAILED
     return DocumentStatus.READY
+
+
+def extraction_limits() -> Limits:
+    """What reading one document may cost (the DOCUMENT_* settings)."""
+    return Limits(
+        decompressed_bytes=settings.DOCUMENT_MAX_DECOMPRESSED_BYTES,
+        chunks=settings.DOCUMENT_MAX_CHUNKS,
+        chunk_tokens=settings.CHUNK_TOKENS,
+        chunk_overlap=settings.CHUNK_OVERLAP,
+        cpu_seconds=settings.DOCUMENT_EXTRACTION_SECONDS,
+        memory_bytes=settings.DOCUMENT_EXTRACTION_MEMORY_BYTES,
+    )
 
 
 def _embed(embedder: Embedder, texts: Sequence[str]) -> Iterator[list[float]]:
