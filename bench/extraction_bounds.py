@@ -11,13 +11,19 @@ Prints figures; asserts nothing about time.
 
 from __future__ import annotations
 
+import os
 import resource
 import sys
 import time
 from pathlib import Path
 
+import django
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# The PDF builders live with the tests, whose modules import Django.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+django.setup()
 
 from retrieval.bounded_extract import Limits, extract_pieces  # noqa: E402
 from retrieval.chunking import split  # noqa: E402
