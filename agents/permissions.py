@@ -208,3 +208,28 @@ def held_array(agent: str) -> str:
                  WHERE x.content_object_id = {a}.environment_id AND ug.user_id = %(user)s
             )
         )"""  # noqa: S608
+
+
+# ------------------------------------------------- rows that belong to an environment
+
+
+def in_environments_with(
+    user: Any, action: Action, *, path: str = "environment", global_rows: bool = False
+) -> Q:
+    """A condition on rows whose environment (reached through `path`) `user` holds
+    `action` on; rows of no environment (global catalog rows) too when `global_rows`.
+
+    The API's rule for API clients, guardrails, MCP servers and documents, written once
+    for the admin's querysets: a global row is read in every environment, and changed by
+    superusers alone (`may_change_row`)."""
+    if user.is_superuser:
+        return Q()
+    held = Q(**{f"{path}__in": environments_with(user, action).values("pk")})
+    return held | Q(**{f"{path}__isnull": True}) if global_rows else held
+
+
+def may_change_row(user: Any, action: Action, environment: Environment | None) -> bool:
+    """Whether `user` may change (as `action`) a row of `environment`; None is global."""
+    if user.is_superuser:
+        return True
+    return environment is not None and holds_on_environment(user, environment, action)

@@ -5,6 +5,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 
+from agents.admin.scoping import EnvironmentScopedAdmin
 from guardrails.engines.registry import engine_for
 from guardrails.models import Guardrail
 
@@ -39,7 +40,8 @@ class GuardrailForm(forms.ModelForm):
 
 
 @admin.register(Guardrail)
-class GuardrailAdmin(admin.ModelAdmin):
+class GuardrailAdmin(EnvironmentScopedAdmin):
+    global_rows = True
     form = GuardrailForm
     list_display = ("name", "description", "scope", "engine", "enabled")
     list_filter = ("enabled", "engine", "environment")

@@ -506,3 +506,241 @@ def test_request_without_valid_token_is_401(
     world.calc.refresh_from_db()
     assert world.calc.deleted_at is None
     assert world.calc.description == ""
+
+
+# ------------------------------------------------------------------------- the admin
+#
+# The admin reads and writes the same rows as the API, so the same grants scope it: a
+# staff user with Django's model permissions on every model, and object permissions on
+# `default` only, sees `default`'s rows (read-only with READ, editable with EDIT) and
+# nothing of the other environment: not its rows, not its name in a list filter or in an
+# environment select, not its objects' pages, and no action or POST reaches them.
+
+OTHER = "elsewhere-zz"  # the invisible environment's name: a string no page holds else
+
+
+@dataclass
+class AdminWorld:
+    env: Environment
+    other: Environment
+    mine: dict[str, Any]  # one object per admin in `default`
+    theirs: dict[str, Any]  # its twin in the other environment
+
+
+ADMIN_MODELS = ("apiclient", "guardrail", "mcpserver", "agent", "agentversion")
+ADMIN_URL = {
+    "apiclient": "agents/apiclient",
+    "guardrail": "guardrails/guardrail",
+    "mcpserver": "agents/mcpserver",
+    "agent": "agents/agent",
+    "agentversion": "agents/agentversion",
+    "run": "agents/run",
+    "document": "retrieval/document",
+}
+
+
+@pytest.fixture
+def admin_world(env: Environment, make_agent: Any) -> AdminWorld:
+    from agents.models import McpServer
+    from agents.services import api_client_create
+    from guardrails.models import Guardrail
+
+    other = Environment.objects.create(name=OTHER)
+
+    def objects(environment: Environment, tag: str) -> dict[str, Any]:
+        agent = make_agent(name=f"agent-{tag}", environment=environment)
+        return {
+            "apiclient": api_client_create(name=f"client-{tag}", environment=environment).client,
+            "guardrail": Guardrail.objects.create(
+                name=f"guard-{tag}",
+                description="d",
+                environment=environment,
+                engine_config={"detector": "profanity"},
+            ),
+            "mcpserver": McpServer.objects.create(
+                environment=environment, name=f"mcp-{tag}", url="http://127.0.0.1:9/mcp"
+            ),
+            "agent": agent,
+            "agentversion": agent.versions.get(),
+        }
+
+    return AdminWorld(env, other, objects(env, "mine"), objects(other, "theirs"))
+
+
+def staff_with(world: AdminWorld, *actions: Action) -> Any:
+    """A staff user with every model permission of the admin and `actions` on `default`."""
+    from django.contrib.auth.models import Permission
+
+    user = UserFactory(username="staffer", is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label__in=["agents", "guardrails", "retrieval"],
+            codename__regex=r"^(view|add|change|delete)_",
+        )
+    )
+    for action in actions:
+        grant(user, action, world.env)
+    return user
+
+
+def admin_client(user: Any) -> Any:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def change_url(model: str, obj: Any) -> str:
+    return f"/admin/{ADMIN_URL[model]}/{obj.pk}/change/"
+
+
+@pytest.mark.parametrize("model", [*ADMIN_MODELS, "run", "document"])
+@pytest.mark.parametrize("grants", [(READ,), (READ, EDIT)], ids=["read", "edit"])
+def test_admin_changelist_shows_nothing_of_an_unseen_environment(
+    admin_world: AdminWorld, model: str, grants: tuple[Action, ...]
+) -> None:
+    """Neither its rows nor its name (list filters, columns)."""
+    client = admin_client(staff_with(admin_world, *grants))
+
+    page = client.get(f"/admin/{ADMIN_URL[model]}/")
+
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert OTHER not in html
+    assert "-theirs" not in html
+    if model in admin_world.mine:
+        assert "-mine" in html
+
+
+@pytest.mark.parametrize("model", ADMIN_MODELS)
+def test_admin_objects_of_an_unseen_environment_have_no_page(
+    admin_world: AdminWorld, model: str
+) -> None:
+    client = admin_client(staff_with(admin_world, READ, EDIT, DELETE))
+    theirs = admin_world.theirs[model]
+
+    page = client.get(change_url(model, theirs))
+
+    # Django's admin answers an object outside the admin's queryset like a missing one.
+    assert page.status_code in (302, 404)
+    assert OTHER not in page.content.decode()
+    deleted = client.get(f"/admin/{ADMIN_URL[model]}/{theirs.pk}/delete/")
+    assert deleted.status_code in (302, 403, 404)
+    assert type(theirs).objects.filter(pk=theirs.pk).exists()
+
+
+CHANGES: dict[str, dict[str, Any]] = {
+    "apiclient": {"name": "renamed", "enabled": ""},
+    "guardrail": {
+        "name": "renamed",
+        "description": "rewritten",
+        "engine": "local",
+        "engine_config": '{"detector": "insults"}',
+        "blocked_input_message": "no",
+        "blocked_output_message": "no",
+    },
+}
+
+
+@pytest.mark.parametrize("model", sorted(CHANGES))
+@pytest.mark.parametrize("whose", ["mine", "theirs"])
+@pytest.mark.parametrize("grants", [(READ,), (READ, EDIT)], ids=["read", "edit"])
+def test_admin_change_post_needs_edit_in_the_objects_environment(
+    admin_world: AdminWorld, model: str, whose: str, grants: tuple[Action, ...]
+) -> None:
+    client = admin_client(staff_with(admin_world, *grants))
+    obj = getattr(admin_world, whose)[model]
+    data = dict(CHANGES[model])
+    if model == "guardrail":
+        data["environment"] = str(obj.environment_id)
+
+    answer = client.post(change_url(model, obj), data)
+
+    obj.refresh_from_db()
+    changed = whose == "mine" and EDIT in grants
+    assert (obj.name == "renamed") is changed, answer.status_code
+    if model == "apiclient":
+        assert obj.enabled is not changed
+    if not changed:
+        assert answer.status_code in (302, 403, 404)
+        if answer.status_code == 302:
+            assert answer["Location"] != f"/admin/{ADMIN_URL[model]}/"
+
+
+@pytest.mark.parametrize("model", sorted(CHANGES))
+def test_admin_readable_objects_are_read_only_without_edit(
+    admin_world: AdminWorld, model: str
+) -> None:
+    client = admin_client(staff_with(admin_world, READ))
+
+    page = client.get(change_url(model, admin_world.mine[model]))
+
+    assert page.status_code == 200
+    assert 'name="_save"' not in page.content.decode()
+
+
+@pytest.mark.parametrize("model", ["apiclient", "guardrail", "mcpserver", "agent"])
+@pytest.mark.parametrize("grants", [(READ,), (READ, CREATE, EDIT)], ids=["read", "write"])
+def test_admin_add_form_offers_only_environments_the_user_may_write(
+    admin_world: AdminWorld, model: str, grants: tuple[Action, ...]
+) -> None:
+    client = admin_client(staff_with(admin_world, *grants))
+
+    page = client.get(f"/admin/{ADMIN_URL[model]}/add/")
+
+    html = page.content.decode()
+    assert OTHER not in html
+    if page.status_code == 200 and READ in grants and EDIT not in grants:
+        assert f'<option value="{admin_world.env.pk}"' not in html
+
+
+def test_admin_add_refuses_an_environment_the_user_may_not_write(
+    admin_world: AdminWorld,
+) -> None:
+    from guardrails.models import Guardrail
+
+    client = admin_client(staff_with(admin_world, READ, CREATE, EDIT))
+    data = {**CHANGES["guardrail"], "name": "planted", "environment": str(admin_world.other.pk)}
+
+    client.post("/admin/guardrails/guardrail/add/", data)
+    client.post(
+        "/admin/agents/apiclient/add/",
+        {"name": "planted", "environment": str(admin_world.other.pk)},
+    )
+
+    assert not Guardrail.objects.filter(name="planted").exists()
+    assert not admin_world.other.clients.filter(name="planted").exists()
+
+
+@pytest.mark.parametrize("grants", [(READ,), (READ, EDIT, DELETE)], ids=["read", "write"])
+def test_admin_bulk_delete_reaches_only_deletable_rows(
+    admin_world: AdminWorld, grants: tuple[Action, ...]
+) -> None:
+    from guardrails.models import Guardrail
+
+    client = admin_client(staff_with(admin_world, *grants))
+    rows = [admin_world.mine["guardrail"].pk, admin_world.theirs["guardrail"].pk]
+
+    client.post(
+        "/admin/guardrails/guardrail/",
+        {"action": "delete_selected", "_selected_action": rows, "post": "yes"},
+    )
+
+    assert Guardrail.objects.filter(pk=admin_world.theirs["guardrail"].pk).exists()
+    mine_left = Guardrail.objects.filter(pk=admin_world.mine["guardrail"].pk).exists()
+    assert mine_left is (EDIT not in grants)
+
+
+@pytest.mark.parametrize("model", ADMIN_MODELS)
+def test_admin_superuser_sees_every_environment(
+    admin_world: AdminWorld, admin_user: Any, model: str
+) -> None:
+    html = admin_client(admin_user).get(f"/admin/{ADMIN_URL[model]}/").content.decode()
+
+    assert OTHER in html
+    if model in admin_world.theirs:
+        assert (
+            admin_client(admin_user).get(change_url(model, admin_world.theirs[model])).status_code
+            == 200
+        )

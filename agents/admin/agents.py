@@ -212,7 +212,8 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
         "modified_at",
         "playground",
     )
-    list_filter = ("environment", "agent_type", StatusFilter)
+    # Only the environments of rows the user sees (Django's filter names them all).
+    list_filter = (("environment", admin.RelatedOnlyFieldListFilter), "agent_type", StatusFilter)
     list_select_related = ("environment",)
     search_fields = ("name", "display_name", "description")
     inlines = [VersionInline]

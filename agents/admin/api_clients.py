@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
@@ -16,6 +16,7 @@ from agents.admin.forms import (
     form_for_user,
     model_fields,
 )
+from agents.admin.scoping import EnvironmentScopedAdmin, writable
 from agents.models import APIClient, Environment
 from agents.permissions import Action, environments_with
 
@@ -34,6 +35,12 @@ class APIClientAddForm(ServiceForm):
     class Meta:
         model = APIClient
         exclude = model_fields(APIClient)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A client is minted in an environment its creator may change, as the admin's
+        # other rows are; the select names no other.
+        writable(cast(forms.ModelChoiceField, self.fields["environment"]), self.user)
 
     def apply(self, data: dict[str, Any]) -> APIClient:
         environment = data["environment"]
@@ -54,7 +61,7 @@ class APIClientAddForm(ServiceForm):
 
 
 @admin.register(APIClient)
-class APIClientAdmin(admin.ModelAdmin):
+class APIClientAdmin(EnvironmentScopedAdmin):
     list_display = ("name", "client_id", "environment", "enabled", "created_at", "last_used_at")
     list_filter = ("environment", "enabled")
     list_select_related = ("environment",)

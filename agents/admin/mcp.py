@@ -8,14 +8,15 @@ from typing import Any, cast
 
 from django import forms
 from django.contrib import admin
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from agentbuilder.errors import ErrorItem
 from agents.admin.forms import ServiceForm, form_for_user, model_fields
+from agents.admin.scoping import EnvironmentScopedAdmin
 from agents.mcp import servers
 from agents.models import Environment, McpServer, McpTransport
-from agents.permissions import Action, environments_visible, environments_with
+from agents.permissions import Action, environments_with
 
 HEADERS_HELP = (
     "One 'Name: value' per line. Values are stored encrypted and never shown again. "
@@ -109,20 +110,14 @@ class McpServerForm(ServiceForm):
 
 
 @admin.register(McpServer)
-class McpServerAdmin(admin.ModelAdmin):
+class McpServerAdmin(EnvironmentScopedAdmin):
     form = McpServerForm
     list_display = ("name", "scope", "url", "transport", "enabled", "headers_kept", "modified_at")
     list_filter = ("enabled", "transport", "environment")
     list_select_related = ("environment",)
+    global_rows = True
     search_fields = ("name", "url", "description")
     readonly_fields = ("header_names", "created_at", "created_by", "modified_at")
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[McpServer]:
-        found = super().get_queryset(request)
-        if request.user.is_superuser:
-            return found
-        visible = environments_visible(request.user).values("pk")
-        return found.filter(Q(environment__in=visible) | Q(environment__isnull=True))
 
     def get_fields(self, request: HttpRequest, obj: McpServer | None = None) -> Any:
         fields = ["environment", "name", "description", "url", "transport", "timeout", "enabled"]

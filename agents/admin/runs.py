@@ -57,7 +57,7 @@ class RunAdmin(admin.ModelAdmin):
         "protocol",
         ("agent", admin.RelatedOnlyFieldListFilter),
         ("caller", admin.RelatedOnlyFieldListFilter),
-        "agent__environment",
+        ("agent__environment", admin.RelatedOnlyFieldListFilter),  # only environments seen
         "started_at",
     ]
     date_hierarchy = "started_at"

@@ -44,7 +44,8 @@ def config_diff(old: AgentVersion, new: AgentVersion) -> SafeString | str:
 @admin.register(AgentVersion)
 class AgentVersionAdmin(admin.ModelAdmin):
     list_display = ("__str__", "notes", "created_at", "created_by")
-    list_filter = ("agent__environment", "agent__agent_type")
+    # Only the environments of rows the user sees (Django's filter names them all).
+    list_filter = (("agent__environment", admin.RelatedOnlyFieldListFilter), "agent__agent_type")
     list_select_related = ("agent", "created_by")
     search_fields = ("agent__name", "version_label", "notes")
     fields = (
