@@ -22,6 +22,7 @@ from rest_framework.test import APIClient
 
 from agentbuilder.api import schema
 from agentbuilder.api.schema import SchemaView
+from agents.runtime import depth
 
 SPEC_OPERATIONS = [
     ("post", "/v1/auth/token"),
@@ -423,6 +424,27 @@ def test_routes_waiting_on_a_model_or_server_document_502_and_504(
 def test_only_routes_that_wait_on_something_document_502(generated: Generated) -> None:
     answering = {p for m, p, op in every_operation(generated.document) if "502" in op["responses"]}
     assert answering == set(UPSTREAM)
+
+
+def test_the_routes_that_run_an_agent_document_the_call_depth_header(
+    generated: Generated,
+) -> None:
+    """Every route that reads Agentbuilder-Call-Depth (agents.runtime.depth) declares it,
+    with the bounds its parser holds to, and no other route does."""
+    runs = set(UPSTREAM) - {"/v1/mcp-servers/{serverId}/tools"}
+    declared = {}
+    for method, path, operation in every_operation(generated.document):
+        for parameter in operation.get("parameters", []):
+            if parameter["name"] == depth.HEADER:
+                declared[(method, path)] = parameter
+    assert set(declared) == {("post", path) for path in runs}
+    for parameter in declared.values():
+        assert (parameter["in"], parameter.get("required", False)) == ("header", False)
+        assert parameter["schema"] == {"type": "integer", "minimum": 0, "maximum": 9999}
+        assert "400" in parameter["description"]
+    assert depth.parse_header("9999") == 9999
+    with pytest.raises(ValueError, match="whole number"):
+        depth.parse_header("10000")
 
 
 @operations(CONFLICTS)

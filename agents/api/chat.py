@@ -32,7 +32,7 @@ from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid
 from agents import selectors
 from agents.api.streaming import collected_events, run_headers, streamed
-from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
+from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.configs import StructuredOutputTool, ToolAgentConfig
 from agents.permissions import Action
 from agents.protocols.chat_completions.encoder import (
@@ -217,7 +217,7 @@ ANSWERS = {
 class ChatCompletionsView(_ChatCompletionsBase):
     @extend_schema(
         operation_id="agents_chat_completions",
-        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
+        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT, CALL_DEPTH],
         request=ChatCompletionRequest,
         examples=[COMPLETION_REQUEST],
         responses=ANSWERS,
@@ -233,7 +233,7 @@ class ModelChatCompletionsView(_ChatCompletionsBase):
 
     @extend_schema(
         operation_id="chat_completions",
-        parameters=[ENVIRONMENT],
+        parameters=[ENVIRONMENT, CALL_DEPTH],
         request=ChatCompletionRequest,
         examples=[COMPLETION_REQUEST],
         responses=ANSWERS,

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 
 from agentbuilder.api.views import AsyncApiView
 from agents.api.streaming import collected_events, run_headers, streamed
-from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
+from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.protocols.native.encoder import (
     InvokeAnswer,
     InvokeResponse,
@@ -112,7 +112,7 @@ STREAM_DOC = {
 class InvokeView(_InvokeBase):
     @extend_schema(
         operation_id="agents_invoke",
-        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
+        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT, CALL_DEPTH],
         request=InvokeRequest,
         examples=[QUESTION],
         responses={200: InvokeAnswer},
@@ -127,7 +127,7 @@ class InvokeStreamView(_InvokeBase):
 
     @extend_schema(
         operation_id="agents_invoke_stream",
-        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
+        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT, CALL_DEPTH],
         request=InvokeRequest,
         examples=[QUESTION],
         responses=STREAM_DOC,
@@ -143,7 +143,7 @@ class InvokeTaskView(_InvokeBase):
 
     @extend_schema(
         operation_id="agents_invoke_task",
-        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
+        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT, CALL_DEPTH],
         request=InvokeTaskRequest,
         examples=[TASK_INPUTS],
         responses={200: InvokeResponse},
@@ -158,7 +158,7 @@ class InvokeTaskStreamView(InvokeTaskView):
 
     @extend_schema(
         operation_id="agents_invoke_task_stream",
-        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
+        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT, CALL_DEPTH],
         request=InvokeTaskRequest,
         examples=[TASK_INPUTS],
         responses=STREAM_DOC,

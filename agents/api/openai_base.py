@@ -30,7 +30,7 @@ from agents.api.chat import (
     OpenAIAnswers,
     answer_tools,
 )
-from agents.api.views import ENVIRONMENT
+from agents.api.views import CALL_DEPTH, ENVIRONMENT
 from agents.models import Agent
 from agents.protocols.chat_completions.request import ChatCompletionRequest
 from agents.protocols.openai.encoder import MessageEncoder, OpenAICompletion, completion_body
@@ -139,7 +139,7 @@ class OpenAIChatCompletionsView(ModelChatCompletionsView):
 
     @extend_schema(
         operation_id="openai_chat_completions",
-        parameters=[ENVIRONMENT],
+        parameters=[ENVIRONMENT, CALL_DEPTH],
         request=OpenAIChatCompletionRequest,
         examples=[COMPLETION_REQUEST, CLIENT_TOOL_REQUEST],
         responses=OPENAI_ANSWERS,

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agents.api.streaming import collected_events, run_headers, streamed
-from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
+from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.protocols.process.encoder import ProcessEncoder, whole_answer
 from agents.protocols.process.errors import (
     ERROR_CODES,
@@ -41,7 +41,7 @@ class ProcessView(AsyncApiView):
 
     @extend_schema(
         operation_id="agents_process",
-        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
+        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT, CALL_DEPTH],
         request=AgentRequest,
         examples=[
             OpenApiExample(

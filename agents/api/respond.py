@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agents.api.streaming import collected_events, run_headers
-from agents.api.views import AGENT_ID, ENVIRONMENT, VERSION_ID, agent_uuid
+from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.protocols.respond.encoder import AgentResponse, TurnEncoder
 from agents.protocols.respond.errors import error_body, failure_status
 from agents.protocols.respond.request import AgentRequest, history_messages
@@ -29,7 +29,7 @@ class RespondView(AsyncApiView):
 
     @extend_schema(
         operation_id="agents_respond",
-        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT],
+        parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT, CALL_DEPTH],
         request=AgentRequest,
         examples=[
             OpenApiExample(

@@ -19,6 +19,7 @@ from agentbuilder.api.views import ApiView
 from agents import selectors
 from agents.models import Agent
 from agents.permissions import Action
+from agents.runtime import depth
 
 AGENT_ID = OpenApiParameter(
     "agentId", OpenApiTypes.UUID, OpenApiParameter.PATH, description="Agent uuid."
@@ -35,6 +36,20 @@ ENVIRONMENT = OpenApiParameter(
     OpenApiParameter.HEADER,
     required=False,
     description="Environment name or id; ignored when the token names one. Default: `default`.",
+)
+# Read on every route that runs an agent (agents.runs.request.call_depth_of).
+CALL_DEPTH = OpenApiParameter(
+    depth.HEADER,
+    {"type": "integer", "minimum": 0, "maximum": 10**depth.MAX_HEADER_DIGITS - 1},
+    OpenApiParameter.HEADER,
+    required=False,
+    description=(
+        "How deep this call sits in a chain of agents calling agents: 0 (the default) for a "
+        "client's own call; the platform's own MCP calls send the calling run's depth plus one. "
+        "Past `MAX_AGENT_DEPTH` (default 5) the call is refused with a 400 before any run "
+        "starts; a value that is not a whole number from 0 to "
+        f"{10**depth.MAX_HEADER_DIGITS - 1} is a 400 naming the header."
+    ),
 )
 PAGE = query_parameters(PageQuery)
 
