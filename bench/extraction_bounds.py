@@ -11,25 +11,18 @@ Prints figures; asserts nothing about time.
 
 from __future__ import annotations
 
-import os
 import resource
 import sys
 import time
 from pathlib import Path
 
-import django
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-# The PDF builders live with the tests, whose modules import Django.
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
-django.setup()
 
 from retrieval.bounded_extract import Limits, extract_pieces  # noqa: E402
 from retrieval.chunking import split  # noqa: E402
 from retrieval.extract import PDF, ExtractionError, extract_text  # noqa: E402
-from tests.retrieval.test_bounded_extract import drawn_text, shared_stream_pdf  # noqa: E402
-from tests.retrieval.test_extract import make_pdf  # noqa: E402
+from tests.retrieval.pdfs import drawn_text, make_pdf, shared_stream_pdf  # noqa: E402
 
 DEFAULTS = Limits(64 * 2**20, 2000, 256, 32, 30.0, 2**30)
 

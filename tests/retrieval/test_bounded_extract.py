@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 import os
 import re
-import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -25,54 +24,12 @@ from rest_framework.test import APIClient
 from retrieval.bounded_extract import Limits, extract_pieces
 from retrieval.extract import BoundExceeded
 from retrieval.models import Chunk, Document, DocumentStatus
-from tests.retrieval.test_extract import make_pdf
+from tests.retrieval.pdfs import drawn_text, make_pdf, padded, shared_stream_pdf
 
 pytestmark = pytest.mark.django_db
 
 MiB = 2**20
 PDF = "application/pdf"
-
-
-def shared_stream_pdf(pages: int, content: bytes) -> bytes:
-    """A PDF of `pages` pages that all draw one Flate stream holding `content`: the shape
-    of the issue's 7,852-byte file (three pages, one 2 MiB stream)."""
-    packed = zlib.compress(content, 9)
-    kids = " ".join(f"{5 + n} 0 R" for n in range(pages))
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(packed), packed),
-    ]
-    objects += [
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792]"
-        b" /Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>"
-    ] * pages
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
-
-
-def padded(size: int) -> bytes:
-    """Page content of `size` bytes that is cheap to parse: one line of text, then blanks."""
-    text = b"BT /F1 12 Tf 72 720 Td (The quarterly report is attached.) Tj ET\n"
-    return text + b" " * (size - len(text))
-
-
-def drawn_text(size: int) -> bytes:
-    """Page content of about `size` bytes that is costly to read: a line of text per 48."""
-    line = b"(All work and no play makes a dull bomb.) Tj T*\n"
-    return b"BT /F1 12 Tf 14 TL 72 720 Td\n" + line * (size // len(line)) + b"ET\n"
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from agents.permissions import Action, grant
 from retrieval.models import Chunk, Document
 from tests.conftest import client_for
 from tests.factories import UserFactory
-from tests.retrieval.test_extract import make_pdf
+from tests.retrieval.pdfs import make_pdf
 
 pytestmark = pytest.mark.django_db
 

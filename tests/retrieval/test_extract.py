@@ -19,48 +19,9 @@ from retrieval.extract import (
     normalize_text,
     text_check,
 )
+from tests.retrieval.pdfs import make_pdf
 
 FILES = Path(__file__).parent / "files"
-
-
-def make_pdf(pages: list[list[str]]) -> bytes:
-    """A minimal valid PDF: one Helvetica (WinAnsi) line per string, one page per list."""
-
-    def literal(line: str) -> bytes:
-        raw = line.encode("cp1252")
-        return b"(" + raw.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)") + b")"
-
-    font = 3 + 2 * len(pages)
-    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(len(pages)))
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        f"<< /Type /Pages /Kids [{kids}] /Count {len(pages)} >>".encode(),
-    ]
-    for i, lines in enumerate(pages):
-        stream = b"BT /F1 12 Tf 72 720 Td 16 TL %s ET" % b" ".join(
-            literal(line) + b" Tj T*" for line in lines
-        )
-        objects.append(
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792]"
-            b" /Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>" % (font, 4 + 2 * i)
-        )
-        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
-    objects.append(
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
-    )
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
 
 
 # --- media types -------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from retrieval.services import (
     document_reingest,
 )
 from retrieval.tasks import ingest_document
-from tests.retrieval.test_extract import make_pdf
+from tests.retrieval.pdfs import make_pdf
 
 pytestmark = pytest.mark.django_db
 
