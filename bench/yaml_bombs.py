@@ -12,7 +12,6 @@ about time; exits 1 if the agent-file loader accepts a case it must refuse.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import resource
@@ -23,17 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 CAP = 3 * 512 * 1024 * 1024  # bytes of address space a child may map
 
-
-def alias_bomb(levels: int) -> str:
-    """The billion laughs in YAML: each level a list of nine aliases of the one before."""
-    lines = ["name: bomb", "agentType: tool", "versions:", "- config:"]
-    lines.append('    a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]')
-    names = "abcdefghijklmnop"[:levels]
-    for previous, name in itertools.pairwise(names):
-        lines.append(f"    {name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]")
-    return "\n".join(lines) + "\n"
+from tests.agents.config_files.bombs import alias_bomb  # noqa: E402
 
 
 def realistic(size: int) -> str:
@@ -64,7 +56,6 @@ CASES: dict[str, Callable[[], str]] = {
 def child(case: str, loader: str) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
     os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
-    sys.path.insert(0, str(ROOT))
     import django
 
     django.setup()

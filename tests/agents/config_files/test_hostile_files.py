@@ -11,7 +11,6 @@ inputs, with and without the bounds.
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import pytest
@@ -19,19 +18,10 @@ from django.core.management.base import CommandError
 
 from agents.config_files.documents import MAX_FILE_BYTES, FileRefused, yaml_load
 from agents.models import Agent, Environment
+from tests.agents.config_files.bombs import alias_bomb
 from tests.agents.config_files.conftest import agents, read, write
 
 pytestmark = pytest.mark.django_db
-
-
-def alias_bomb(levels: int = 9) -> str:
-    """The billion laughs in YAML: nine aliases of the level before, `levels` times."""
-    lines = ["name: bomb", "agentType: tool", "versions:", "- config:"]
-    lines.append('    a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]')
-    names = "abcdefghijklmnop"[:levels]
-    for previous, name in itertools.pairwise(names):
-        lines.append(f"    {name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]")
-    return "\n".join(lines) + "\n"
 
 
 def refused(exported: Path, environment: Environment) -> str:
