@@ -5,7 +5,7 @@ from django.conf import settings
 from django.core.asgi import get_asgi_application
 from django.core.signals import request_started
 
-from agentbuilder import liveness
+from agentbuilder import asgi_mounts, liveness
 from agentbuilder.asgi_body import BodyLength
 from agentbuilder.request_threads import RequestThreads
 
@@ -13,9 +13,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentbuilder.settings")
 
 django_application = get_asgi_application()
 
-# Imported once Django is set up: the MCP server's handlers use the ORM.
-from agents.api.mcp_asgi import endpoint as mcp_endpoint  # noqa: E402
-from agents.api.mcp_asgi import is_mcp_path  # noqa: E402
+# The apps' own ASGI endpoints (agentbuilder.asgi_mounts: the MCP server's, mounted by the
+# agents app), imported once Django is set up: their handlers use the ORM.
+mounts = asgi_mounts.endpoints()
 
 
 async def lifespan(receive: Any, send: Any) -> None:
@@ -36,14 +36,16 @@ async def lifespan(receive: Any, send: Any) -> None:
 
 # Any: Django's handler and the MCP SDK (Starlette) each type ASGI's arguments their own way.
 async def route(scope: Any, receive: Any, send: Any) -> None:
-    """`/v1/mcp` to the MCP SDK's transport (agents.api.mcp_asgi), the lifespan here, the
-    rest to Django."""
+    """A mounted path (`/v1/mcp`: the MCP SDK's transport, agents.api.mcp_asgi) to its
+    endpoint, the lifespan here, the rest to Django."""
     if scope["type"] == "lifespan":
         await lifespan(receive, send)
         return
-    if scope["type"] == "http" and is_mcp_path(scope["path"]):
-        await mcp_endpoint(scope, receive, send)
-        return
+    if scope["type"] == "http":
+        endpoint = mounts.get(scope["path"].rstrip("/"))
+        if endpoint is not None:
+            await endpoint(scope, receive, send)
+            return
     await django_application(scope, receive, send)
 
 

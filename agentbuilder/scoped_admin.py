@@ -1,11 +1,14 @@
 """Admin pages of rows that belong to an environment, scoped by the API's grants.
 
 Django's model permissions say which kinds of rows a staff user may touch at all; the
-environment's object permissions (agents/permissions.py, the API's one rule) say which
-rows: READ to see them (read-only), EDIT to change, add or delete them. Rows of an
-environment the user holds nothing on are outside every queryset of the page, so their
-change and delete URLs answer as missing, bulk actions never select them, and list
+environment's object permissions (the API's one rule, asked through agentbuilder.access)
+say which rows: READ to see them (read-only), EDIT to change, add or delete them. Rows
+of an environment the user holds nothing on are outside every queryset of the page, so
+their change and delete URLs answer as missing, bulk actions never select them, and list
 filters and environment selects do not name it.
+
+In the project package, not in agents: guardrails and retrieval scope their admins with it
+and never import agents (`.importlinter`).
 """
 
 from __future__ import annotations
@@ -19,28 +22,24 @@ from django.db.models import QuerySet
 from django.forms import ModelChoiceField
 from django.http import HttpRequest
 
-from agents.models import Environment
-from agents.permissions import Action, environments_with, in_environments_with, may_change_row
+from agentbuilder.access import access
 
 
 class EnvironmentScopedAdmin(admin.ModelAdmin):
     environment_path = "environment"  # from the model to its Environment
     global_rows = False  # rows of no environment: read by all, changed by superusers
-    write_action = Action.EDIT  # what changing, adding and deleting a row needs
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         rows = super().get_queryset(request)
-        readable = in_environments_with(
-            request.user, Action.READ, path=self.environment_path, global_rows=self.global_rows
+        readable = access().readable_rows(
+            request.user, path=self.environment_path, global_rows=self.global_rows
         )
         return rows.filter(readable)
 
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
         allowed = super().has_add_permission(request, *args)
         user = request.user
-        return allowed and (
-            user.is_superuser or environments_with(user, self.write_action).exists()
-        )
+        return allowed and (user.is_superuser or access().writable_environments(user).exists())
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         allowed = super().has_change_permission(request, obj)
@@ -53,7 +52,7 @@ class EnvironmentScopedAdmin(admin.ModelAdmin):
     def _may_write(self, request: HttpRequest, obj: Any) -> bool:
         steps = self.environment_path.split("__")
         environment = reduce(lambda row, step: getattr(row, step, None), steps, obj)
-        return may_change_row(request.user, self.write_action, environment)
+        return access().may_write_row(request.user, environment)
 
     def get_list_filter(self, request: HttpRequest) -> Any:
         # Django's related filter lists every environment; this one only the environments
@@ -67,15 +66,15 @@ class EnvironmentScopedAdmin(admin.ModelAdmin):
         self, db_field: models.ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any
     ) -> ModelChoiceField | None:
         field = super().formfield_for_foreignkey(db_field, request, **kwargs)
-        if field is not None and db_field.related_model is Environment:
-            writable(field, request.user, self.write_action)
+        if field is not None and db_field.related_model is access().environment_model:
+            writable(field, request.user)
         return field
 
 
-def writable(field: ModelChoiceField, user: Any, action: Action = Action.EDIT) -> None:
+def writable(field: ModelChoiceField, user: Any) -> None:
     """Narrow an environment select to the environments `user` may write rows in; only a
     superuser may leave it empty (a global row)."""
     if user.is_superuser:
         return
-    field.queryset = environments_with(user, action)
+    field.queryset = access().writable_environments(user)
     field.required = True

@@ -6,6 +6,13 @@ class AgentsConfig(AppConfig):
     verbose_name = "Agents"
 
     def ready(self) -> None:
+        from agentbuilder import access, asgi_mounts
+        from agents.environment_access import EnvironmentAccess
         from agents.runs import leases
 
         leases.register()
+        # The project package and the apps beside agents ask agentbuilder.access; this app
+        # answers, so none of them imports agents.
+        access.provide(EnvironmentAccess())
+        # /v1/mcp, our MCP server, beside Django's handler (agentbuilder.asgi).
+        asgi_mounts.mount("agents.api.mcp_asgi")

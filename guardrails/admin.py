@@ -5,7 +5,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 
-from agents.admin.scoping import EnvironmentScopedAdmin
+from agentbuilder.scoped_admin import EnvironmentScopedAdmin
 from guardrails.engines.registry import engine_for
 from guardrails.models import Guardrail
 

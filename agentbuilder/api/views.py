@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentbuilder.access import access
 from agentbuilder.api.errors import ErrorBody
 from agentbuilder.api.parsers import check_text
 from agentbuilder.db import in_db
@@ -53,14 +54,12 @@ class ApiView(APIView):
     # computes (Python 3.11), so concurrent requests queued on each other's queries.
     @cached_property
     def environment(self) -> Any:
-        # Imported here: the project package stays free of app imports at module load.
-        from agents.selectors import environment_resolve
-
         claims = self.request.auth
         header = self.request.headers.get("X-Environment")
         if header is not None:
             check_text(header, ("header", "X-Environment"))
-        return environment_resolve(
+        # Asked, not imported: the project package imports no app (agentbuilder.access).
+        return access().request_environment(
             user=self.request.user,
             claim=getattr(claims, "environment_id", None),
             header=header,

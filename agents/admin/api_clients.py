@@ -10,13 +10,13 @@ from django.http import HttpRequest
 from guardian.shortcuts import get_perms
 
 from agentbuilder.errors import PermissionDenied
+from agentbuilder.scoped_admin import EnvironmentScopedAdmin, writable
 from agents import services
 from agents.admin.forms import (
     ServiceForm,
     form_for_user,
     model_fields,
 )
-from agents.admin.scoping import EnvironmentScopedAdmin, writable
 from agents.models import APIClient, Environment
 from agents.permissions import Action, environments_with
 

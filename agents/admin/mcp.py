@@ -12,8 +12,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from agentbuilder.errors import ErrorItem
+from agentbuilder.scoped_admin import EnvironmentScopedAdmin
 from agents.admin.forms import ServiceForm, form_for_user, model_fields
-from agents.admin.scoping import EnvironmentScopedAdmin
 from agents.mcp import servers
 from agents.models import Environment, McpServer, McpTransport
 from agents.permissions import Action, environments_with

@@ -281,7 +281,3 @@ class McpEndpoint:
 
 
 endpoint = McpEndpoint(server)
-
-
-def is_mcp_path(path: str) -> bool:
-    return path.rstrip("/") == PATH

@@ -1,0 +1,34 @@
+"""The agents app's side of agentbuilder.access: the request's environment and the
+environment grants (agents.permissions) for the project package and the apps that do not
+import agents. Provided at start-up (agents.apps)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from agents.models import Environment
+from agents.permissions import Action, environments_with, in_environments_with, may_change_row
+from agents.selectors import environment_resolve
+
+# What adding, changing and deleting an environment-scoped row needs.
+WRITE = Action.EDIT
+
+
+class EnvironmentAccess:
+    environment_model = Environment
+
+    def request_environment(
+        self, *, user: Any, claim: str | None, header: str | None
+    ) -> Environment:
+        return environment_resolve(user=user, claim=claim, header=header)
+
+    def readable_rows(self, user: Any, *, path: str, global_rows: bool) -> Q:
+        return in_environments_with(user, Action.READ, path=path, global_rows=global_rows)
+
+    def writable_environments(self, user: Any) -> QuerySet[Environment]:
+        return environments_with(user, WRITE)
+
+    def may_write_row(self, user: Any, environment: Environment | None) -> bool:
+        return may_change_row(user, WRITE, environment)
