@@ -15,9 +15,9 @@ from agents.configs import RagSettings
 from agents.runtime.spec import Retriever, RunFailure
 from retrieval.errors import RetrievalUnavailable
 from retrieval.hxql import HxqlError, parse_hxql
+from retrieval.indexing import document_embedder
 from retrieval.nodes import Node
 from retrieval.search import SearchRequest, candidates, finish, search
-from retrieval.services import document_embedder
 
 # RAG settings a request may override (SPEC section 4), as the request names them.
 OVERRIDES = (

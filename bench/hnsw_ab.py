@@ -105,7 +105,7 @@ def main() -> int:
     try:
         load(db, specs, rows)
         del rows
-        from retrieval.services import document_embedder
+        from retrieval.indexing import document_embedder
 
         embedder = document_embedder()
         vectors = [

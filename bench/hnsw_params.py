@@ -466,7 +466,7 @@ def measure(
     sizes: Sizes,
     param_sets: list[tuple[int, int]] | tuple[tuple[int, int], ...],
 ) -> list[ParamSet]:
-    from retrieval.services import document_embedder
+    from retrieval.indexing import document_embedder
 
     embedder = document_embedder()
     items = [(query, embedder.embed([query.text])[0]) for query in queries(vocab, sizes.queries)]

@@ -377,7 +377,7 @@ def eager() -> Iterator[None]:
 @contextlib.contextmanager
 def stage_timers(stages: dict[str, float]) -> Iterator[None]:
     """Time what document_ingest calls, by wrapping the names it looks up."""
-    from retrieval import services
+    from retrieval import indexing
 
     def timed(name: str, function: Callable[..., Any], *, listed: bool = False) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -390,18 +390,15 @@ def stage_timers(stages: dict[str, float]) -> Iterator[None]:
 
         return wrapper
 
-    originals = {
-        name: getattr(services, name) for name in ("extract_text", "split", "_embed", "_store")
-    }
-    services.extract_text = timed("extract", originals["extract_text"])
-    services.split = timed("split (chunking)", originals["split"])
-    services._embed = timed("embed (local)", originals["_embed"], listed=True)
-    services._store = timed("store (delete, insert, indexes, commit)", originals["_store"])
+    originals = {name: getattr(indexing, name) for name in ("extract_pieces", "_embed", "_store")}
+    indexing.extract_pieces = timed("extract and split", originals["extract_pieces"])
+    indexing._embed = timed("embed (local)", originals["_embed"], listed=True)
+    indexing._store = timed("store (delete, insert, indexes, commit)", originals["_store"])
     try:
         yield
     finally:
         for name, function in originals.items():
-            setattr(services, name, function)
+            setattr(indexing, name, function)
 
 
 def eager_run(db: Database, uploads: list[Upload], *, workers: int = 0) -> Run:

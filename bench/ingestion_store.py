@@ -14,7 +14,7 @@ with others loads them alike; the figures are the medians over the rounds.
   as text), a synchronous commit.
 - `COPY`: a binary COPY of the rows (the vectors in pgvector's binary form), a
   synchronous commit.
-- `COPY, async commit` (`SET LOCAL synchronous_commit = off`): `retrieval.services._store`
+- `COPY, async commit` (`SET LOCAL synchronous_commit = off`): `retrieval.indexing._store`
   itself, as shipped.
 - `+ maintenance_work_mem 1GB` (`SET LOCAL`): whether the insert uses it.
 - `no HNSW index`: the floor, everything but the graph.
@@ -81,8 +81,8 @@ def prepared(count: int, environment_id: Any) -> list[tuple[uuid.UUID, list[Any]
     from django.conf import settings
 
     from retrieval.chunking import split
+    from retrieval.indexing import document_embedder
     from retrieval.models import Document
-    from retrieval.services import document_embedder
 
     embedder = document_embedder()
     work = []
@@ -159,7 +159,7 @@ def copy_store(*settings: str) -> Store:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from retrieval import services
+    from retrieval import indexing
     from retrieval.models import Chunk, Document, DocumentStatus
 
     def store(document_id: uuid.UUID, pieces: list[Any], vectors: list[list[float]]) -> None:
@@ -170,7 +170,7 @@ def copy_store(*settings: str) -> Store:
                 for setting in settings:
                     cursor.execute(setting)
             Chunk.objects.filter(document_id=document_id).delete()
-            services._copy_chunks(document_id, pieces, vectors)
+            indexing._copy_chunks(document_id, pieces, vectors)
             Document.objects.filter(pk=document_id).update(
                 status=DocumentStatus.READY,
                 ingested_at=timezone.now(),
@@ -182,12 +182,12 @@ def copy_store(*settings: str) -> Store:
 
 
 def stores() -> dict[str, Store]:
-    from retrieval import services
+    from retrieval import indexing
 
     return {
         "insert": insert_store,
         "copy": copy_store(),
-        "shipped": services._store,
+        "shipped": indexing._store,
         "maintenance": copy_store(
             "SET LOCAL synchronous_commit = off", "SET LOCAL maintenance_work_mem = '1GB'"
         ),

@@ -957,7 +957,7 @@ def report_build(built: Build) -> None:
 
 
 def embedded_queries(vocab: Vocabulary, count: int) -> list[Item]:
-    from retrieval.services import document_embedder
+    from retrieval.indexing import document_embedder
 
     embedder = document_embedder()
     embed_times, items = [], []
@@ -1133,7 +1133,7 @@ def report_paragraphs(environment_id: Any, vocab: Vocabulary, sizes: Sizes) -> N
     """Unfiltered recall for queries shaped like the chunks: is a low recall the index's,
     or that of short queries, whose vectors (a few words hashed into 384 dimensions) are
     unlike every vector in the index?"""
-    from retrieval.services import document_embedder
+    from retrieval.indexing import document_embedder
 
     rng = random.Random(SEED + 3)
     texts = [

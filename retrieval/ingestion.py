@@ -29,13 +29,16 @@ from django.db import connections
 from django.db.models import DateTimeField, ExpressionWrapper, F, Q, Value
 from django.db.models.functions import Now
 
-from agentbuilder import liveness
-from retrieval import services
+from agentbuilder import celery_app, liveness
+from retrieval import indexing
 from retrieval.models import Document, DocumentStatus
 
 logger = logging.getLogger(__name__)
 
 LEASES = "documents"
+# The Celery task that ingests in a worker (retrieval.tasks), sent by its name: the task
+# imports this module, which so never imports it back.
+INGEST_TASK = "retrieval.ingest_document"
 BROKER_LEASE = timedelta(hours=1)
 RECOVER_BATCH = 100
 
@@ -50,9 +53,7 @@ def register() -> None:
 
 def ingestion_queue(document_id: uuid.UUID) -> None:
     """Ingest a committed document where this deployment ingests."""
-    from retrieval.tasks import ingest_document
-
-    if not ingest_document.app.conf.task_always_eager:  # a broker: CELERY_BROKER_URL
+    if not celery_app.conf.task_always_eager:  # a broker: CELERY_BROKER_URL
         _send(document_id)
     elif settings.INGESTION_WORKERS <= 0:
         ingest(document_id)
@@ -67,7 +68,7 @@ def ingestion_queue(document_id: uuid.UUID) -> None:
 def ingest(document_id: uuid.UUID | str) -> str:
     """Ingest the document now, in this thread: what the threads of the pool run."""
     with leased(document_id):
-        return services.document_ingest(document_id=document_id)
+        return indexing.document_ingest(document_id=document_id)
 
 
 @contextmanager
@@ -114,7 +115,7 @@ def documents_recover() -> int:
             continue
         if attempts >= limit:
             logger.warning("document %s: %s ingestions stopped with their process", pk, attempts)
-            services.document_fail(
+            indexing.document_fail(
                 document_id=pk,
                 reason=f"ingestion did not finish: the process ingesting it stopped {attempts} "
                 "times (killed, or out of memory)",
@@ -132,12 +133,10 @@ def _renew(document_ids: Collection[uuid.UUID]) -> None:
 
 
 def _send(document_id: uuid.UUID) -> None:
-    from retrieval.tasks import ingest_document
-
     broker_lease = ExpressionWrapper(Now() + Value(BROKER_LEASE), output_field=DateTimeField())
     Document.objects.filter(pk=document_id).update(lease_until=broker_lease)
     try:
-        ingest_document.delay(str(document_id))
+        celery_app.send_task(INGEST_TASK, args=[str(document_id)])
     except Exception:
         # Not sent: a live process tries again once the usual lease runs out.
         Document.objects.filter(pk=document_id).update(lease_until=liveness.lease_expiry())

@@ -7,11 +7,11 @@ from typing import Any
 from celery import shared_task
 
 from agentbuilder import liveness
-from retrieval.ingestion import leased
-from retrieval.services import document_ingest
+from retrieval.indexing import document_ingest
+from retrieval.ingestion import INGEST_TASK, leased
 
 
-@shared_task(bind=True, name="retrieval.ingest_document", acks_late=True)
+@shared_task(bind=True, name=INGEST_TASK, acks_late=True)
 def ingest_document(task: Any, document_id: str) -> str:
     if not task.request.called_directly:  # in a worker: renew its leases, sweep with the rest
         liveness.ensure_started()

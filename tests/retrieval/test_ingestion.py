@@ -10,17 +10,12 @@ import pytest
 from django.db import DataError, connection
 from django.test.utils import CaptureQueriesContext
 
-from retrieval import services
+from retrieval import indexing
 from retrieval.chunking import count_tokens, split
 from retrieval.embedders.base import EmbeddingError
+from retrieval.indexing import document_embedder, document_ingest
 from retrieval.models import Chunk, Document, DocumentStatus
-from retrieval.services import (
-    document_create,
-    document_delete,
-    document_embedder,
-    document_ingest,
-    document_reingest,
-)
+from retrieval.services import document_create, document_delete, document_reingest
 from retrieval.tasks import ingest_document
 from tests.retrieval.pdfs import make_pdf
 
@@ -171,8 +166,8 @@ def test_embedding_failure_midway_leaves_no_chunks_old_or_new(
     assert len(good) > 2
 
     failing = FailingSecondBatch(settings.EMBEDDING_DIM)
-    monkeypatch.setattr(services, "EMBED_BATCH", 2)
-    monkeypatch.setattr(services, "document_embedder", lambda: failing)
+    monkeypatch.setattr(indexing, "EMBED_BATCH", 2)
+    monkeypatch.setattr(indexing, "document_embedder", lambda: failing)
     with django_capture_on_commit_callbacks(execute=True):
         document_reingest(document=document)
 
@@ -210,7 +205,7 @@ def test_embedder_answering_unusable_vectors_fails_the_document(
 ):
     document = add_document(TEXT)
     monkeypatch.setattr(
-        services,
+        indexing,
         "document_embedder",
         lambda: Misbehaving(settings.EMBEDDING_DIM, drop=drop, size=size),
     )
@@ -297,7 +292,7 @@ def test_a_row_refused_midway_through_the_copy_leaves_the_earlier_chunks(
     assert 0 < middle < len(pieces) - 1
 
     with pytest.raises(DataError, match="NaN"):
-        services._store(document.pk, pieces, vectors)
+        indexing._store(document.pk, pieces, vectors)
 
     # _store's own transaction took back the old chunks' DELETE and the rows sent before
     # the refused one, together.
@@ -321,7 +316,7 @@ def test_a_vector_the_database_refuses_fails_the_document_with_no_chunks(
     add_document, small_chunks, monkeypatch, settings, django_capture_on_commit_callbacks
 ):
     document = add_document(TEXT)
-    monkeypatch.setattr(services, "document_embedder", lambda: NanHalfway(settings.EMBEDDING_DIM))
+    monkeypatch.setattr(indexing, "document_embedder", lambda: NanHalfway(settings.EMBEDDING_DIM))
     with django_capture_on_commit_callbacks(execute=True):
         document_reingest(document=document)
 

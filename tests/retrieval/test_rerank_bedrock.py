@@ -16,11 +16,11 @@ from django.core.exceptions import ImproperlyConfigured
 
 from agents.models import Agent
 from retrieval.errors import RerankError
+from retrieval.indexing import document_embedder
 from retrieval.models import Document
 from retrieval.nodes import Node
 from retrieval.rerank import rerank, rerank_local
 from retrieval.search import SearchRequest, search
-from retrieval.services import document_embedder
 from tests.fakes.bedrock import FakeBedrock, Ranked, bedrock_environment, rerank_score
 from tests.fakes.server import Fail, Turn
 

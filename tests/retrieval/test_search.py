@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from agents.configs import RagSettings
 from agents.rag import search_now, search_request
 from retrieval.hxql import parse_hxql
+from retrieval.indexing import document_embedder
 from retrieval.models import TS_CONFIG, Chunk, Document, DocumentStatus
 from retrieval.nodes import Neighbour, Node
 from retrieval.search import (
@@ -24,7 +25,7 @@ from retrieval.search import (
     vector_plan,
     with_neighbours,
 )
-from retrieval.services import document_embedder, document_reingest
+from retrieval.services import document_reingest
 
 pytestmark = pytest.mark.django_db
 

@@ -16,9 +16,10 @@ from agents.examples import DEV_EXAMPLES, DOCUMENT_HELPER
 from agents.models import Agent, Environment
 from agents.selectors import DEFAULT_ENVIRONMENT
 from agents.services import agent_create
+from retrieval.indexing import document_ingest
 from retrieval.ingestion import ingestion_wait
 from retrieval.models import Document, DocumentStatus
-from retrieval.services import document_create, document_ingest
+from retrieval.services import document_create
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "samples"
 
