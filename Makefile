@@ -12,7 +12,7 @@ HOST ?= 127.0.0.1
 run setup: export DEBUG ?= true
 run setup: export LLM_OFFLINE ?= true
 
-.PHONY: run test lint typecheck migrate setup clean-db editor schemathesis
+.PHONY: run test lint lint-imports typecheck migrate setup clean-db editor schemathesis
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -66,9 +66,13 @@ schemathesis: $(VENV)/.installed-dev
 	SCHEMATHESIS_SCENARIOS=$${SCHEMATHESIS_SCENARIOS:-60} \
 	$(BIN)/python -m pytest tests/test_schemathesis.py -n 0 -p no:randomly -q -s
 
-lint: $(VENV)/.installed-dev
+lint: $(VENV)/.installed-dev lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# The rules of dependency between the parts (.importlinter): a broken contract fails.
+lint-imports: $(VENV)/.installed-dev
+	$(BIN)/lint-imports --no-cache
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
