@@ -16,6 +16,8 @@ from typing import Protocol, TypeVar
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from agentbuilder.plugins import Registry
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset(
     """a an and are as at be by for from how i in is it of on or our the to was what when
@@ -44,6 +46,24 @@ class Reranker(Protocol):
         ...
 
 
+class RerankerFactory(Protocol):
+    def __call__(self, *, model: str | None, max_retries: int, timeout: float) -> Reranker: ...
+
+
+# By dotted path, so boto3 loads only where reranking runs on Bedrock.
+RERANKERS: Registry[RerankerFactory] = Registry(
+    "reranker",
+    {
+        "local": "retrieval.rerank.local_reranker",
+        "bedrock": "retrieval.rerank_bedrock.BedrockReranker",
+    },
+    packages={"bedrock": "boto3"},
+    error=ImproperlyConfigured,
+    unknown="RERANK_PROVIDER is {name!r}; it must be 'local' or 'bedrock'",
+    missing="RERANK_PROVIDER {name!r} needs the '{package}' package: {error}",
+)
+
+
 def rerank(query: str, nodes: list[S], *, top_n: int) -> list[S]:
     """The `top_n` best nodes by the deployment's reranker, whose score becomes theirs.
 
@@ -55,23 +75,12 @@ def rerank(query: str, nodes: list[S], *, top_n: int) -> list[S]:
 
 def reranker() -> Reranker:
     """The reranker RERANK_PROVIDER names, read on every search so settings apply at once."""
-    provider = settings.RERANK_PROVIDER
-    if provider == "local":
-        return rerank_local
-    if provider == "bedrock":
-        # Imported here: boto3 loads only where reranking runs on Bedrock.
-        try:
-            from retrieval.rerank_bedrock import BedrockReranker
-        except ImportError as exc:
-            raise ImproperlyConfigured(
-                f"RERANK_PROVIDER 'bedrock' needs the 'boto3' package: {exc}"
-            ) from exc
-        return BedrockReranker(
-            model=settings.RERANK_MODEL,
-            max_retries=settings.RERANK_MAX_RETRIES,
-            timeout=settings.RERANK_TIMEOUT,
-        )
-    raise ImproperlyConfigured(f"RERANK_PROVIDER is {provider!r}; it must be 'local' or 'bedrock'")
+    build = RERANKERS.lookup(settings.RERANK_PROVIDER)
+    return build(
+        model=settings.RERANK_MODEL,
+        max_retries=settings.RERANK_MAX_RETRIES,
+        timeout=settings.RERANK_TIMEOUT,
+    )
 
 
 def rerank_local(query: str, nodes: list[S], *, top_n: int) -> list[S]:
@@ -85,6 +94,11 @@ def rerank_local(query: str, nodes: list[S], *, top_n: int) -> list[S]:
     ]
     rescored.sort(key=lambda n: n.score, reverse=True)
     return rescored[:top_n]
+
+
+def local_reranker(*, model: str | None, max_retries: int, timeout: float) -> Reranker:
+    """The cross-feature reranker: lexical, so it has no model to name, call or wait for."""
+    return rerank_local
 
 
 def _score(wanted: set[str], text: str, fused: float) -> float:
