@@ -222,6 +222,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "agentbuilder.api.openapi.sse_events",
+        "agentbuilder.api.openapi.links",
     ],
     "ENUM_NAME_OVERRIDES": {
         "AgentTypeEnum": ["tool", "rag", "task"],

@@ -298,3 +298,112 @@ def sse_events(result: dict[str, Any], **_: Any) -> dict[str, Any]:
                     "required": ["data"],
                 }
     return result
+
+
+# ---------------------------------------------------------------- links
+
+AGENT_IN_BODY = "$response.body#/id"
+AGENT_IN_PATH = "$request.path.agentId"
+# What a client does next with what an answer gave it (OpenAPI links): create an agent,
+# add a version, point an alias at it, call it by number or alias, read the run, delete the
+# alias and the agent. Tools that walk an API (schemathesis's stateful phase) follow them.
+# {operationId: {status: {link name: (target operationId, {parameter: value})}}}; a value is
+# a runtime expression or a constant.
+LINKS: dict[str, dict[str, dict[str, tuple[str, dict[str, str]]]]] = {
+    "agents_create": {
+        "201": {
+            "GetAgent": ("agents_get", {"agentId": AGENT_IN_BODY}),
+            "AddVersion": ("versions_create", {"agentId": AGENT_IN_BODY}),
+            "Invoke": ("agents_invoke", {"agentId": AGENT_IN_BODY, "versionId": "latest"}),
+            "InvokeTask": (
+                "agents_invoke_task",
+                {"agentId": AGENT_IN_BODY, "versionId": "latest"},
+            ),
+            "DeleteAgent": ("agents_delete", {"agentId": AGENT_IN_BODY}),
+        }
+    },
+    "versions_create": {
+        "201": {
+            "GetVersion": (
+                "versions_get",
+                {"agentId": "$response.body#/agent/id", "versionId": "$response.body#/version/id"},
+            ),
+            "SetAlias": ("aliases_set", {"agentId": "$response.body#/agent/id"}),
+            "Invoke": (
+                "agents_invoke",
+                {
+                    "agentId": "$response.body#/agent/id",
+                    "versionId": "$response.body#/version/number",
+                },
+            ),
+        }
+    },
+    "aliases_set": {
+        "200": {
+            "InvokeByAlias": (
+                "agents_invoke",
+                {"agentId": AGENT_IN_PATH, "versionId": "$response.body#/name"},
+            ),
+            "AliasHistory": ("aliases_history", {"agentId": AGENT_IN_PATH}),
+            "DeleteAlias": (
+                "aliases_delete",
+                {"agentId": AGENT_IN_PATH, "name": "$response.body#/name"},
+            ),
+        }
+    },
+    "aliases_delete": {"204": {"DeleteAgent": ("agents_delete", {"agentId": AGENT_IN_PATH})}},
+    "agents_invoke": {
+        "200": {
+            "GetRun": ("runs_get", {"runId": "$response.header.X-Run-Id"}),
+            "DeleteAgent": ("agents_delete", {"agentId": AGENT_IN_PATH}),
+        }
+    },
+    # A list's first item, and what can be done with it.
+    "agents_list": {
+        "200": {
+            "GetAgent": ("agents_get", {"agentId": "$response.body#/agents/0/id"}),
+            "ListVersions": ("versions_list", {"agentId": "$response.body#/agents/0/id"}),
+            "ListAliases": ("aliases_list", {"agentId": "$response.body#/agents/0/id"}),
+        }
+    },
+    "runs_list": {"200": {"GetRun": ("runs_get", {"runId": "$response.body#/runs/0/id"})}},
+    "runs_get": {"200": {"GetThread": ("threads_get", {"threadId": "$response.body#/threadId"})}},
+    "documents_list": {
+        "200": {
+            "GetDocument": ("documents_get", {"documentId": "$response.body#/documents/0/id"}),
+        }
+    },
+    "documents_get": {
+        "200": {"DeleteDocument": ("documents_delete", {"documentId": "$request.path.documentId"})}
+    },
+    "mcp_servers_list": {
+        "200": {
+            "GetServer": ("mcp_servers_get", {"serverId": "$response.body#/mcpServers/0/id"}),
+        }
+    },
+    "mcp_servers_get": {
+        "200": {
+            "ListTools": ("mcp_servers_tools", {"serverId": "$request.path.serverId"}),
+            "UpdateServer": ("mcp_servers_update", {"serverId": "$request.path.serverId"}),
+            "DeleteServer": ("mcp_servers_delete", {"serverId": "$request.path.serverId"}),
+        }
+    },
+}
+
+
+def links(result: dict[str, Any], **_: Any) -> dict[str, Any]:
+    """drf-spectacular's postprocessing hook: LINKS into the operations' responses."""
+    operations = {
+        operation["operationId"]: operation
+        for methods in result.get("paths", {}).values()
+        for operation in methods.values()
+        if isinstance(operation, dict) and "operationId" in operation
+    }
+    for source, by_status in LINKS.items():
+        for status, named in by_status.items():
+            response = operations[source]["responses"][status]
+            response["links"] = {
+                name: {"operationId": target, "parameters": parameters}
+                for name, (target, parameters) in named.items()
+            }
+    return result
