@@ -104,21 +104,13 @@ def assert_ref_refused(response: Any, loc: list[Any], where: str, ref: str) -> N
 # ---------------------------------------------------------------- saved configs
 
 
-def test_a_task_agents_input_schema_may_not_refer_to_an_address(
-    owner_client: APIClient, listener: Listener
+@pytest.mark.parametrize("field", ["inputSchema", "outputSchema"])
+def test_a_task_agents_schema_may_not_refer_to_an_address(
+    owner_client: APIClient, listener: Listener, field: str
 ) -> None:
-    config = {**TASK_CONFIG, "inputSchema": reffing(listener.url)}
+    config = {**TASK_CONFIG, field: reffing(listener.url)}
     response = create(owner_client, "task", config)
-    loc = ["body", "config", "inputSchema"]
-    assert_ref_refused(response, loc, "properties/text/$ref", listener.url)
-
-
-def test_a_task_agents_output_schema_may_not_refer_to_an_address(
-    owner_client: APIClient, listener: Listener
-) -> None:
-    config = {**TASK_CONFIG, "outputSchema": reffing(listener.url)}
-    response = create(owner_client, "task", config)
-    loc = ["body", "config", "outputSchema"]
+    loc = ["body", "config", field]
     assert_ref_refused(response, loc, "properties/text/$ref", listener.url)
 
 
@@ -263,14 +255,12 @@ def loopback(settings: Any) -> None:
     settings.MCP_ALLOWED_HOSTS = ["127.0.0.1"]
 
 
-def test_an_mcp_tools_input_schema_that_refers_to_an_address_is_not_fetched(
-    listener: Listener,
-) -> None:
-    schema = {
-        "type": "object",
-        "properties": {"a": {"$ref": listener.url}, "b": {"type": "number"}},
-    }
-    served = LiveServer(refusing_server(schema).streamable_http_app(), "/mcp")
+def add_through_a_live_server(
+    schema: dict[str, Any], output: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], Any]:
+    """The tools the runtime reads from a live MCP server whose `add` has these schemas,
+    and the outcome of calling `add` through them."""
+    served = LiveServer(refusing_server(schema, output).streamable_http_app(), "/mcp")
     try:
         policy = NetworkPolicy(allowed_hosts=frozenset({"127.0.0.1"}))
         server = McpServerSpec("calc", McpEndpoint(served.url, policy=policy))
@@ -278,6 +268,17 @@ def test_an_mcp_tools_input_schema_that_refers_to_an_address_is_not_fetched(
         outcome = asyncio.run(execute(tools["add"], "add", '{"a": 1, "b": 2}'))
     finally:
         served.stop()
+    return tools, outcome
+
+
+def test_an_mcp_tools_input_schema_that_refers_to_an_address_is_not_fetched(
+    listener: Listener,
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"$ref": listener.url}, "b": {"type": "number"}},
+    }
+    tools, outcome = add_through_a_live_server(schema)
     assert outcome.is_error
     assert outcome.content == (
         "MCP server 'calc' offers add with an input schema that cannot be used at "
@@ -310,14 +311,7 @@ def test_an_mcp_tools_output_schema_that_refers_to_an_address_is_not_fetched(
     nothing: this holds it to that."""
     output = {"type": "object", "properties": {"result": {"$ref": listener.url}}}
     schema = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}
-    served = LiveServer(refusing_server(schema, output).streamable_http_app(), "/mcp")
-    try:
-        policy = NetworkPolicy(allowed_hosts=frozenset({"127.0.0.1"}))
-        server = McpServerSpec("calc", McpEndpoint(served.url, policy=policy))
-        tools = asyncio.run(mcp_tools([server], taken=set()))
-        outcome = asyncio.run(execute(tools["add"], "add", '{"a": 1, "b": 2}'))
-    finally:
-        served.stop()
+    _, outcome = add_through_a_live_server(schema, output)
     assert outcome.is_error
     assert "Invalid schema for tool add" in outcome.content
 
