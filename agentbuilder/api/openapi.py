@@ -399,11 +399,17 @@ def links(result: dict[str, Any], **_: Any) -> dict[str, Any]:
         for operation in methods.values()
         if isinstance(operation, dict) and "operationId" in operation
     }
+    # A document of some of the routes (drf-spectacular's generator given a subset) links
+    # only what it holds.
     for source, by_status in LINKS.items():
+        if source not in operations:
+            continue
         for status, named in by_status.items():
-            response = operations[source]["responses"][status]
-            response["links"] = {
+            links = {
                 name: {"operationId": target, "parameters": parameters}
                 for name, (target, parameters) in named.items()
+                if target in operations
             }
+            if links:
+                operations[source]["responses"][status]["links"] = links
     return result

@@ -62,10 +62,10 @@ from django.http import JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
+from agentbuilder.api.negotiation import JsonAnswers
 from agentbuilder.api.parsers import RequestTooLarge, check_text
 from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
@@ -129,17 +129,6 @@ CARD_VERSION = OpenApiParameter(
 )
 
 
-class _JsonAnswers(BaseContentNegotiation):
-    """JSON whatever `Accept` says: a streaming client asks for `text/event-stream`, and
-    its 401 or 404 must still reach it."""
-
-    def select_parser(self, request: Request, parsers: Any) -> Any:
-        return DefaultContentNegotiation().select_parser(request, parsers)
-
-    def select_renderer(self, request: Request, renderers: Any, format_suffix: Any = None) -> Any:
-        return renderers[0], renderers[0].media_type
-
-
 def _agent_seen(view: AsyncApiView, name: str) -> Agent:
     """The agent `name` names if the caller may READ or INVOKE it (NotFound otherwise)."""
     user, environment = view.request.user, view.environment
@@ -181,7 +170,7 @@ class _PublicCards(BasePermission):
 
 
 class _CardView(AsyncApiView):
-    content_negotiation_class = _JsonAnswers
+    content_negotiation_class = JsonAnswers
     permission_classes = [_PublicCards]
 
     @property
@@ -289,7 +278,7 @@ class _Started:
 
 
 class A2AEndpointView(AsyncApiView):
-    content_negotiation_class = _JsonAnswers
+    content_negotiation_class = JsonAnswers
     upstream = True
     checks_in_first_hop = True
 

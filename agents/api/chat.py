@@ -22,11 +22,12 @@ from typing import Any
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from pydantic import BaseModel
-from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentbuilder.api.errors import exception_handler
+from agentbuilder.api.negotiation import JsonAnswers
 from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid
@@ -86,20 +87,10 @@ def openai_exception_handler(exc: Exception, context: dict[str, Any]) -> Respons
     return response
 
 
-class _JsonAnswers(BaseContentNegotiation):
-    """Errors and completions are JSON whatever `Accept` says (`text/event-stream` too)."""
-
-    def select_parser(self, request: Request, parsers: Any) -> Any:
-        return DefaultContentNegotiation().select_parser(request, parsers)
-
-    def select_renderer(self, request: Request, renderers: Any, format_suffix: Any = None) -> Any:
-        return renderers[0], renderers[0].media_type
-
-
 class OpenAIAnswers:
     """A view that answers as OpenAI does: JSON whatever `Accept` says, OpenAI's errors."""
 
-    content_negotiation_class: type[BaseContentNegotiation] = _JsonAnswers
+    content_negotiation_class: type[BaseContentNegotiation] = JsonAnswers
     not_found_code = "not_found"
     error_schema: type[BaseModel] = OpenAIError
 

@@ -17,8 +17,11 @@ from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agents.api.streaming import collected_events, run_headers
 from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID, agent_uuid
+
+# A run that failed in transport answers the native routes' body (the contract's "hard
+# transport failures"), under the shared failure status.
+from agents.protocols.native.errors import error_body, failure_status
 from agents.protocols.respond.encoder import AgentResponse, TurnEncoder
-from agents.protocols.respond.errors import error_body, failure_status
 from agents.protocols.respond.request import AgentRequest, history_messages
 from agents.runs.request import CHAT_TYPES, RunRequest, call_depth_of
 from agents.runs.start import Invocation, invocation_start
