@@ -21,12 +21,8 @@ from retrieval.extract import (
     media_type_of,
     text_check,
 )
-from retrieval.indexing import document_ingest  # noqa: F401  (see below)
 from retrieval.ingestion import ingestion_queue
 from retrieval.models import Document, DocumentStatus
-
-# document_ingest is retrieval.indexing's; the name stays importable from here only until
-# tests/test_schemathesis.py imports it from there.
 
 
 class UnsupportedMediaType(DomainError):

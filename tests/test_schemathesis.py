@@ -44,7 +44,8 @@ from agents.mcp.servers import mcp_server_create
 from agents.models import Agent, AgentVersion, AliasChange, Run
 from agents.services import alias_set
 from agents.tokens import token_encode
-from retrieval.services import document_create, document_ingest
+from retrieval.indexing import document_ingest
+from retrieval.services import document_create
 from tests.agents.mcp.test_mcp import serve
 from tests.conftest import client_for
 from tests.live import LiveApp
