@@ -1,5 +1,12 @@
 """Real HTTP servers for tests, on loopback: an ASGI app served by uvicorn from a thread, or
-the platform in a uvicorn process of its own."""
+the platform in a uvicorn process of its own.
+
+A module of live-server tests imports the fixtures it uses (as tests/browser.py's); each is
+named for what it gives, and registers under the name tests ask for (`port`, `model`, ...),
+so that a test's parameter does not shadow the import:
+
+    from tests.live import platform_port  # noqa: F401 (the fixture `port`)
+"""
 
 from __future__ import annotations
 
@@ -9,14 +16,22 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pytest
 import uvicorn
+from django.core.asgi import get_asgi_application
 from django.db import DEFAULT_DB_ALIAS, connections
+
+from agentbuilder import liveness
+from agents.examples import CALCULATOR
+from agents.models import Agent
+from agents.tokens import token_encode
+from tests.fakes.openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parent.parent
 # Generous: a process importing Django on a busy 2-core machine takes many seconds.
@@ -57,6 +72,30 @@ def live_app(app: Any, **options: Any) -> Iterator[LiveApp]:
         yield served
     finally:
         served.stop()
+
+
+# Fixtures named `port`: one uvicorn for a module of transactional, serialized-rollback
+# tests (the server's threads see committed rows only; `reseed_after_module` puts the
+# seeded rows back after the module's last flush).
+
+
+@pytest.fixture(scope="module", name="port")
+def django_port(reseed_after_module: None) -> Iterator[int]:
+    """Django's own ASGI handler, served for the module: its port."""
+    with live_app(get_asgi_application()) as served:
+        yield served.port
+
+
+@pytest.fixture(scope="module", name="port")
+def platform_port(reseed_after_module: None) -> Iterator[int]:
+    """The project's ASGI app as `make run` serves it (agentbuilder.asgi: /v1/mcp, bodies
+    read before Django, request threads), served for the module: its port."""
+    # Imported here, not by every test session: the import connects the app's liveness
+    # start to this process's requests.
+    from agentbuilder.asgi import application
+
+    with live_app(application) as served:
+        yield served.port
 
 
 def restore_serialized_rows(django_db_blocker: Any) -> None:
@@ -162,3 +201,43 @@ def server_process(log: Path, **env: str) -> Iterator[ServerProcess]:
         yield served
     finally:
         served.stop()
+
+
+# ---------------------------------------------------------------- server processes on a fake model
+
+MODEL = "openai/gpt-4o-mini"  # the catalog's model that the fake OpenAI server answers for
+
+
+def server_on(model: FakeOpenAI, log: Path, **env: str) -> AbstractContextManager[ServerProcess]:
+    """A server process whose OpenAI-compatible model is `model` (named here: another
+    module's fake may be the one the environment names), LLM_OFFLINE off."""
+    fake = {"LLM_OFFLINE": "false", "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk-test"}
+    return server_process(log, **{**fake, **env})
+
+
+@pytest.fixture
+def not_sweeping_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The servers under test sweep; this process, which may run a liveness thread of its
+    own (a test imported agentbuilder.asgi), must not do it for them."""
+    monkeypatch.setattr(liveness, "_kinds", {})
+
+
+@pytest.fixture(name="model")
+def fake_model(openai_server: FakeOpenAI) -> Iterator[FakeOpenAI]:
+    """The fake OpenAI server of tests/agents/api/conftest.py (`openai_server`, which the
+    module must reach), reset before and after the test."""
+    openai_server.reset()
+    yield openai_server
+    openai_server.reset()
+
+
+@pytest.fixture(name="counter")
+def counter_agent(make_agent: Callable[..., Agent]) -> Agent:
+    """The Calculator on the fake model, named Counter."""
+    return make_agent("Counter", "tool", config={**CALCULATOR["config"], "llmModelId": MODEL})
+
+
+@pytest.fixture(name="token")
+def owner_token(owner: Any) -> str:
+    """A Bearer token of the owner."""
+    return token_encode(user_id=owner.pk, environment_id=None)[0]

@@ -11,20 +11,13 @@ from typing import Any
 
 import pytest
 
-from agentbuilder.asgi import application
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
 from agents.tokens import token_encode
-from tests.live import live_app
+from tests.live import platform_port  # noqa: F401 (the fixture `port`)
 
 LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 BODY = {"messages": [{"role": "user", "content": "What is 3 x 5?"}]}
-
-
-@pytest.fixture(scope="module")
-def port(reseed_after_module: None) -> Iterator[int]:
-    with live_app(application) as served:
-        yield served.port
 
 
 @pytest.fixture

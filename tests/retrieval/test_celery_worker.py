@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 from django.conf import settings
@@ -29,6 +28,7 @@ from agentbuilder.celery import app
 from retrieval.models import Chunk, Document, DocumentStatus
 from retrieval.services import document_create, document_reingest
 from tests.conftest import client_for
+from tests.live import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 # Waits for a condition, over as soon as it holds: generous, for a busy 2-core machine
@@ -75,20 +75,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def database_url(db: dict[str, Any]) -> str:
-    """DATABASE_URL for the database this process uses, as django-environ reads it back: a
-    unix socket directory goes in the path (postgres://user@//run/pg/name)."""
-    credentials = quote(db["USER"] or "", safe="")
-    if db["PASSWORD"]:
-        credentials += ":" + quote(db["PASSWORD"], safe="")
-    name = quote(db["NAME"], safe="")
-    host = db["HOST"] or ""
-    if host.startswith("/"):
-        return f"postgres://{credentials}@/{host}/{name}"
-    port = f":{db['PORT']}" if db["PORT"] else ""
-    return f"postgres://{credentials}@{host}{port}/{name}"
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:

@@ -19,13 +19,12 @@ import pytest
 from django.db import connections, transaction
 from django.utils import timezone
 
-from agentbuilder import liveness
 from agents.tokens import token_encode
 from retrieval.ingestion import documents_recover, ingestion_wait
 from retrieval.models import Chunk, Document, DocumentStatus
 from retrieval.services import document_create
 from tests.conftest import client_for
-from tests.live import ServerProcess, server_process
+from tests.live import ServerProcess, not_sweeping_here, server_process  # noqa: F401 (a fixture)
 
 LIVENESS = 3.0  # seconds: leases of 2 s, renewed and swept every half second
 SERVER_ENV = {"INGESTION_WORKERS": "2", "LIVENESS_SECONDS": str(LIVENESS)}
@@ -38,13 +37,6 @@ def long_text(sentences: int, topic: str = "badges") -> str:
         f"Rule {n} about {topic}: item {n % 97} is kept in warehouse {n % 13}."
         for n in range(sentences)
     )
-
-
-@pytest.fixture
-def not_sweeping_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The servers under test sweep; this process, which may run a liveness thread of its
-    own (a test imported agentbuilder.asgi), must not do it for them."""
-    monkeypatch.setattr(liveness, "_kinds", {})
 
 
 def pending() -> int:

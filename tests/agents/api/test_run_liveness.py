@@ -37,11 +37,18 @@ from agents.runs.leases import LEASES, runs_interrupt_expired
 from agents.runs.spec import agent_spec
 from agents.runtime.events import TextDelta
 from agents.runtime.tools.functions import REGISTRY, FunctionSpec
-from agents.tokens import token_encode
 from tests.agents.api.conftest import CREATED, FAILED
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Call, Turn
-from tests.live import ServerProcess, server_process
+from tests.live import (  # noqa: F401 (the fixtures counter, model, not_sweeping_here, token)
+    MODEL,
+    ServerProcess,
+    counter_agent,
+    fake_model,
+    not_sweeping_here,
+    owner_token,
+    server_on,
+)
 
 # Seconds: leases of 20 s, renewed and swept every 5 s (the product's are 40 s and 10 s).
 # A lease must outlast the longest time a loaded machine keeps a server's liveness thread
@@ -54,7 +61,6 @@ LIVENESS = 30.0
 # How long a test waits for what it asserts: returned from as soon as it holds, generous
 # for a busy 2-core machine (a new server process's first requests there take seconds).
 PATIENCE = 120.0
-MODEL = "openai/gpt-4o-mini"
 ASK = "Count slowly."
 ROUTES: dict[str, dict[str, Any]] = {
     "invoke-stream": {"messages": [{"role": "user", "content": ASK}]},
@@ -68,40 +74,16 @@ TRANSACTIONAL = pytest.mark.django_db(transaction=True, serialized_rollback=True
 pytestmark = pytest.mark.usefixtures("reseed_after_module")
 
 
-@pytest.fixture
-def not_sweeping_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The servers under test sweep; this process, which may run a liveness thread of its
-    own (a test imported agentbuilder.asgi), must not do it for them."""
-    monkeypatch.setattr(liveness, "_kinds", {})
-
-
-@pytest.fixture
-def model(openai_server: FakeOpenAI) -> Iterator[FakeOpenAI]:
-    openai_server.reset()
-    yield openai_server
-    openai_server.reset()
-
-
-@pytest.fixture
-def counter(make_agent: Callable[..., Agent]) -> Agent:
-    return make_agent("Counter", "tool", config={**CALCULATOR["config"], "llmModelId": MODEL})
-
-
-@pytest.fixture
-def token(owner: Any) -> str:
-    return token_encode(user_id=owner.pk, environment_id=None)[0]
-
-
 # Server processes on the fake model, with short leases, and a connection pool larger than
 # the 20 streams, so that a renewal never waits for a connection behind them. (The 16 == 20
 # and 12 == 20 this test failed with on busy machines were runs swept while their request
 # still prepared them, before anything renewed them: see
 # test_a_run_keeps_its_lease_while_it_is_prepared.)
-SERVER_ENV = {"LLM_OFFLINE": "false", "LIVENESS_SECONDS": str(LIVENESS), "DB_POOL_MAX_SIZE": "32"}
+SERVER_ENV = {"LIVENESS_SECONDS": str(LIVENESS), "DB_POOL_MAX_SIZE": "32"}
 
 
-def serve(log: Path) -> Any:
-    return server_process(log, **SERVER_ENV)
+def serve(log: Path, model: FakeOpenAI) -> Any:
+    return server_on(model, log, **SERVER_ENV)
 
 
 def send(port: int, path: str, body: dict[str, Any], token: str) -> socket.socket:
@@ -194,7 +176,7 @@ def test_clients_that_leave_at_random_points_leave_no_run_in_progress(
     rng = random.Random(20261125)
     points = [lambda: 0.0, lambda: rng.uniform(0, 0.15), lambda: rng.uniform(0.15, 1), lambda: 4]
     leaves = [(route, rng.choice(points)()) for route in (list(ROUTES) * 13)[:50]]
-    with serve(tmp_path / "server.log") as server:
+    with serve(tmp_path / "server.log", model) as server:
         warm_up = ask_to_the_end(server.port, counter, token)  # imports done, pool open
         with ThreadPoolExecutor(10) as pool:
             got_bytes = list(
@@ -238,6 +220,30 @@ def open_streams(server: ServerProcess, model: FakeOpenAI, agent: Agent, token: 
     return socks
 
 
+def killed_with_streams_open(
+    log: Path, model: FakeOpenAI, agent: Agent, token: str, n: int
+) -> None:
+    """A server process killed (SIGKILL) while `n` streams of `agent` wait on the model."""
+    with serve(log, model) as server:
+        socks = open_streams(server, model, agent, token, n)
+        server.kill()
+    for sock in socks:
+        sock.close()
+
+
+def restarted(
+    log: Path, model: FakeOpenAI, agent: Agent, token: str, n: int, *, asked: bool
+) -> tuple[float, str]:
+    """A server started after a kill, sent one request first if `asked`: the seconds until
+    none of `agent`'s runs is in progress, and its log once it has logged closing `n`."""
+    with serve(log, model) as restart:
+        if asked:
+            assert get(restart.port, "/v1/runs?limit=1", token) == 200
+        recovered = wait_for(lambda: in_progress(agent) == 0, PATIENCE)
+        wait_for(lambda: logged(STOPPED, restart.output()) >= n, PATIENCE)
+        return recovered, restart.output()
+
+
 @TRANSACTIONAL
 @pytest.mark.usefixtures("not_sweeping_here")
 def test_runs_of_a_killed_server_are_failed_interrupted_by_a_live_server_and_by_a_restart(
@@ -247,7 +253,10 @@ def test_runs_of_a_killed_server_are_failed_interrupted_by_a_live_server_and_by_
 
     # A live server finds the runs of one killed beside it.
     # `serve`: a process that a failed assertion would otherwise leave running is stopped.
-    with serve(tmp_path / "survivor.log") as survivor, serve(tmp_path / "victim.log") as victim:
+    with (
+        serve(tmp_path / "survivor.log", model) as survivor,
+        serve(tmp_path / "victim.log", model) as victim,
+    ):
         assert get(survivor.port, "/v1/runs?limit=1", token) == 200  # it serves: it sweeps
         socks = open_streams(victim, model, counter, token, 20)
         assert in_progress(counter) == 20
@@ -268,17 +277,11 @@ def test_runs_of_a_killed_server_are_failed_interrupted_by_a_live_server_and_by_
     # decides it. That they were found, by the live server and no one else, is.
 
     # A server killed alone: its restart finds its runs.
-    with serve(tmp_path / "first.log") as first:
-        socks = open_streams(first, model, counter, token, 10)
-        first.kill()
-    for sock in socks:
-        sock.close()
+    killed_with_streams_open(tmp_path / "first.log", model, counter, token, 10)
     assert in_progress(counter) == 10
-    with serve(tmp_path / "restart.log") as restart:
-        assert get(restart.port, "/v1/runs?limit=1", token) == 200
-        recovered = wait_for(lambda: in_progress(counter) == 0, PATIENCE)
-        wait_for(lambda: logged(STOPPED, restart.output()) >= 10, PATIENCE)
-        restart_log = restart.output()
+    recovered, restart_log = restarted(
+        tmp_path / "restart.log", model, counter, token, 10, asked=True
+    )
     assert logged(STOPPED, restart_log) == 10
     print(
         f"\nkill -9 during 20 streams: 0 in progress {found:.2f}s later (a live server); "
@@ -296,17 +299,12 @@ def test_a_restarted_server_fails_the_killed_ones_runs_with_no_request_at_all(
     The restarted server gets no request here, only the connection that finds it
     listening; the wait is generous, as a busy machine starts a process slowly."""
     model.fallback = Turn(text=["Counting: ", "one, "], pause=0.05, hang=120)
-    with serve(tmp_path / "killed.log") as killed:
-        socks = open_streams(killed, model, counter, token, 20)
-        killed.kill()
-    for sock in socks:
-        sock.close()
+    killed_with_streams_open(tmp_path / "killed.log", model, counter, token, 20)
     assert in_progress(counter) == 20
 
-    with serve(tmp_path / "restart.log") as restart:
-        recovered = wait_for(lambda: in_progress(counter) == 0, PATIENCE)
-        wait_for(lambda: logged(STOPPED, restart.output()) >= 20, PATIENCE)
-        restart_log = restart.output()
+    recovered, restart_log = restarted(
+        tmp_path / "restart.log", model, counter, token, 20, asked=False
+    )
 
     assert logged(STOPPED, restart_log) == 20
     assert Run.objects.filter(agent=counter, status="failed").count() == 20

@@ -18,7 +18,6 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
-from agentbuilder.asgi import application
 from agents.mcp import cache
 from agents.mcp.servers import mcp_server_create
 from agents.models import Agent, Environment, Run
@@ -26,16 +25,10 @@ from agents.runtime.depth import HEADER
 from tests.agents.protocols.mcp_server.test_mcp_server import LIVE, bearer
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Call, Turn
-from tests.live import live_app
+from tests.live import platform_port  # noqa: F401 (the fixture `port`)
 
 # A busy machine's margin for six nested runs, each waiting on the next (no bound asserted).
 SECONDS = 300
-
-
-@pytest.fixture(scope="module")
-def port(reseed_after_module: None) -> Iterator[int]:
-    with live_app(application) as served:
-        yield served.port
 
 
 @pytest.fixture

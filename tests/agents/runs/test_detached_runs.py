@@ -21,7 +21,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,58 +32,34 @@ from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import UnsupportedOperationError
 from django.db import connection
 
-from agentbuilder import liveness
-from agents.examples import CALCULATOR
 from agents.models import Agent, Run, RunEvent
 from agents.runs.event_codec import event_from_json
 from agents.runs.event_log import run_events_follow
 from agents.runtime.events import ResponseCompleted, ResponseCreated
-from agents.tokens import token_encode
 from tests.agents.api.conftest import openai_server  # noqa: F401
 from tests.agents.runs.stall.apps import LOSE, STALL
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Turn
-from tests.live import server_process
+from tests.live import (  # noqa: F401 (the fixtures counter, model, not_sweeping_here, token)
+    counter_agent,
+    fake_model,
+    not_sweeping_here,
+    owner_token,
+    server_on,
+)
 
 # Seconds: leases of 10 s, renewed every 2.5 s. Leases of 4 s ran out under live runs when
 # the machine was loaded (three suites side by side, load 14): a server's liveness thread
 # can be held off for seconds there (see test_run_liveness's LIVENESS).
 LIVENESS = 15.0
-MODEL = "openai/gpt-4o-mini"
 PATIENCE = 120.0  # seconds a loaded machine may take for what takes one when idle
-SERVER_ENV = {"LLM_OFFLINE": "false", "LIVENESS_SECONDS": str(LIVENESS)}
+SERVER_ENV = {"LIVENESS_SECONDS": str(LIVENESS)}
 TRANSACTIONAL = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 pytestmark = [TRANSACTIONAL, pytest.mark.usefixtures("reseed_after_module", "not_sweeping_here")]
 
 
-@pytest.fixture
-def not_sweeping_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The servers under test sweep; this process must not do it for them."""
-    monkeypatch.setattr(liveness, "_kinds", {})
-
-
-@pytest.fixture
-def model(openai_server: FakeOpenAI) -> Iterator[FakeOpenAI]:  # noqa: F811
-    openai_server.reset()
-    yield openai_server
-    openai_server.reset()
-
-
-@pytest.fixture
-def counter(make_agent: Callable[..., Agent]) -> Agent:
-    return make_agent("Counter", "tool", config={**CALCULATOR["config"], "llmModelId": MODEL})
-
-
-@pytest.fixture
-def token(owner: Any) -> str:
-    return token_encode(user_id=owner.pk, environment_id=None)[0]
-
-
 def serve(log: Path, model: FakeOpenAI, **env: str) -> Any:
-    """A server process on this test's fake model (named here: another module's fake may
-    be the one the environment names)."""
-    fake = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk-test"}
-    return server_process(log, **{**SERVER_ENV, **fake, **env})
+    return server_on(model, log, **{**SERVER_ENV, **env})
 
 
 def wait_for(condition: Callable[[], Any], what: str, seconds: float = PATIENCE) -> Any:

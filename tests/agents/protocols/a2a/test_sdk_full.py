@@ -6,7 +6,6 @@ A2A_PUBLIC_CARDS."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -20,7 +19,6 @@ from a2a.utils.errors import (
     PushNotificationNotSupportedError,
 )
 from a2a.utils.proto_utils import validate_proto_required_fields
-from django.core.asgi import get_asgi_application
 from django.test import override_settings
 from google.protobuf.json_format import ParseDict
 from rest_framework.test import APIClient
@@ -32,15 +30,9 @@ from agents.protocols.a2a.card import EXTENDED_URI
 from agents.services import alias_set, version_add
 from tests.agents.protocols.a2a.test_sdk_client import ask, base, session, tok
 from tests.factories import UserFactory
-from tests.live import live_app
+from tests.live import django_port  # noqa: F401 (the fixture `port`)
 
 LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)
-
-
-@pytest.fixture(scope="module")
-def port(reseed_after_module: None) -> Iterator[int]:
-    with live_app(get_asgi_application()) as served:
-        yield served.port
 
 
 @pytest.fixture

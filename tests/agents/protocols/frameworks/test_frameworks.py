@@ -13,13 +13,11 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
-from django.core.asgi import get_asgi_application
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
@@ -31,7 +29,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
 from agents.tokens import token_encode
-from tests.live import live_app
+from tests.live import django_port  # noqa: F401 (the fixture `port`)
 
 LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 MULTIPLY = "What is 12 times 11?"
@@ -40,12 +38,6 @@ CLIENT = Path(__file__).with_name("openai_agents_client.py")
 OPENAI_AGENTS = Path(settings.BASE_DIR) / "var" / "clients" / "openai-agents"
 # A subprocess that talks to the live server; a loaded machine gets this much to finish.
 SUBPROCESS_DEADLINE = 300
-
-
-@pytest.fixture(scope="module")
-def port(reseed_after_module: None) -> Iterator[int]:
-    with live_app(get_asgi_application()) as served:
-        yield served.port
 
 
 @pytest.fixture

@@ -12,30 +12,22 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import httpx2
 import pytest
 
-from agentbuilder.asgi import application
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
 from agents.protocols.mcp_server.envelope import ECHOED_MAX_CHARS
 from tests.agents.protocols.mcp_server.test_mcp_server import LIVE, bearer, url
 from tests.factories import CONFIGS
-from tests.live import live_app
+from tests.live import platform_port  # noqa: F401 (the fixture `port`)
 
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 BIG = 100_000
 # An answer that refuses: the error and its (bounded) id, a few hundred bytes at most.
 SMALL_ANSWER = 1_000
-
-
-@pytest.fixture(scope="module")
-def port(reseed_after_module: None) -> Iterator[int]:
-    with live_app(application) as served:
-        yield served.port
 
 
 @pytest.fixture

@@ -26,7 +26,6 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from agentbuilder.asgi import application
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
 from agents.permissions import Action, grant
@@ -36,7 +35,7 @@ from retrieval.services import document_create
 from tests.factories import CONFIGS, UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Fail, Turn
-from tests.live import live_app, server_process
+from tests.live import platform_port, server_process  # noqa: F401 (the fixture `port`)
 
 # Live tests are transactional: the server's threads only see committed rows;
 # serialized_rollback restores the catalogs and the `default` environment the flush erases.
@@ -56,12 +55,6 @@ REMOTE_CALCULATOR = {
     "llmModelId": "openai/gpt-4o-mini",
     "inferenceConfig": {"maxRetries": 0},
 }
-
-
-@pytest.fixture(scope="module")
-def port(reseed_after_module: None) -> Iterator[int]:
-    with live_app(application) as served:
-        yield served.port
 
 
 @pytest.fixture
