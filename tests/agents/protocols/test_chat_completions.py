@@ -16,7 +16,6 @@ from typing import Any
 
 import openai
 import pytest
-from django.core.asgi import get_asgi_application
 from openai import AsyncOpenAI, OpenAI
 from openai.types.chat import ChatCompletionChunk
 
@@ -46,7 +45,7 @@ from agents.runtime.tools.functions import REGISTRY, FunctionSpec
 from agents.tokens import token_encode
 from tests.agents.api.conftest import MODELS, Backend, _backend, openai_server  # noqa: F401
 from tests.fakes.server import Call, Turn
-from tests.live import live_app
+from tests.live import django_port, owner_token  # noqa: F401 (the fixtures port, token)
 
 # Live tests are transactional: the server's threads only see committed rows.
 # serialized_rollback restores the catalogs and the `default` environment the flush erases.
@@ -110,18 +109,6 @@ def get_messages(chat_stream):
 
 
 # ---------------------------------------------------------------- the live server
-
-
-@pytest.fixture(scope="module")
-def port(reseed_after_module: None) -> Iterator[int]:
-    """One uvicorn for the module, serving the project's ASGI app from a thread."""
-    with live_app(get_asgi_application()) as served:
-        yield served.port
-
-
-@pytest.fixture
-def token(owner: Any) -> str:
-    return token_encode(user_id=owner.pk, environment_id=None)[0]
 
 
 @pytest.fixture

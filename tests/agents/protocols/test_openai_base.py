@@ -3,12 +3,10 @@ unmodified, with `base_url=".../v1/openai"`, against a live uvicorn."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
-from django.core.asgi import get_asgi_application
 from openai import OpenAI
 
 from agents.examples import CALCULATOR
@@ -17,16 +15,10 @@ from agents.models import Agent, Run
 from agents.permissions import Action, grant
 from agents.tokens import token_encode
 from tests.factories import CONFIGS, UserFactory
-from tests.live import live_app
+from tests.live import django_port  # noqa: F401 (the fixture `port`)
 
 LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 ASK = [{"role": "user", "content": "What is 3 x 5?"}]
-
-
-@pytest.fixture(scope="module")
-def port(reseed_after_module: None) -> Iterator[int]:
-    with live_app(get_asgi_application()) as served:
-        yield served.port
 
 
 def sdk(port: int, user: Any, environment: Any = None) -> OpenAI:

@@ -7,12 +7,10 @@ Bedrock and OpenAI servers; and the seed's route keeps its layout."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
-from django.core.asgi import get_asgi_application
 from openai import OpenAI
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
@@ -32,7 +30,6 @@ from agents.runtime.events import (
     ToolCall,
     ToolResult,
 )
-from agents.tokens import token_encode
 from tests.agents.api.conftest import (  # noqa: F401 (fixtures)
     Backend,
     bedrock_server,
@@ -41,7 +38,7 @@ from tests.agents.api.conftest import (  # noqa: F401 (fixtures)
 )
 from tests.agents.protocols.test_chat_completions import finished_run, get_messages
 from tests.fakes.server import Call, Turn
-from tests.live import live_app
+from tests.live import django_port, owner_token  # noqa: F401 (the fixtures port, token)
 
 LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 CREATED = ResponseCreated("resp_0123abcd", "some-model", 1760632921)
@@ -249,17 +246,6 @@ def test_the_openai_wire_says_tool_choice_and_parallel_tool_calls() -> None:
 
 
 # ---------------------------------------------------------------- the live server
-
-
-@pytest.fixture(scope="module")
-def port(reseed_after_module: None) -> Iterator[int]:
-    with live_app(get_asgi_application()) as served:
-        yield served.port
-
-
-@pytest.fixture
-def token(owner: Any) -> str:
-    return token_encode(user_id=owner.pk, environment_id=None)[0]
 
 
 @pytest.fixture

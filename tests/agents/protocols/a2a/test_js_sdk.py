@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.core.asgi import get_asgi_application
 from django.test import override_settings
 
 from agents.examples import CALCULATOR
@@ -28,7 +27,7 @@ from tests.agents.protocols.a2a.test_sdk_client import base, tok
 from tests.factories import UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Turn
-from tests.live import ROOT, live_app
+from tests.live import ROOT, django_port  # noqa: F401 (the fixture `port`)
 
 LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 PACKAGE = ROOT / "tests" / "js" / "a2a"
@@ -43,12 +42,6 @@ POLLED = 20
 # the send has answered (a card fetch and a request): a fraction of a second even on a
 # loaded machine.
 SLOW = Turn(text=[f"{n}, " for n in range(1, 21)], pause=0.25)
-
-
-@pytest.fixture(scope="module")
-def port(reseed_after_module: None) -> Iterator[int]:
-    with live_app(get_asgi_application()) as served:
-        yield served.port
 
 
 @pytest.fixture
