@@ -9,7 +9,6 @@ from __future__ import annotations
 import http.client
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,19 +22,12 @@ from tests.agents.api.conftest import openai_server  # noqa: F401
 from tests.factories import UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Turn
-from tests.live import live_app
+from tests.live import fake_model, live_app  # noqa: F401 (the fixture `model`)
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.usefixtures("reseed_after_module"),
 ]
-
-
-@pytest.fixture
-def model(openai_server: FakeOpenAI) -> Iterator[FakeOpenAI]:  # noqa: F811
-    openai_server.reset()
-    yield openai_server
-    openai_server.reset()
 
 
 def test_closing_the_playground_stream_cancels_its_run(
