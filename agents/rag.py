@@ -12,6 +12,7 @@ from django.conf import settings
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid
 from agents.configs import RagSettings
+from agents.runtime.failures import FailureCode
 from agents.runtime.spec import Retriever, RunFailure
 from retrieval.errors import RetrievalUnavailable
 from retrieval.hxql import HxqlError, parse_hxql
@@ -81,6 +82,6 @@ def retriever(
             return await asyncio.to_thread(finish, request, found)
         except RetrievalUnavailable as exc:
             # An outage, not a bug: the run fails saying which provider failed, and why.
-            raise RunFailure("retrieval_unavailable", str(exc)) from exc
+            raise RunFailure(FailureCode.RETRIEVAL_UNAVAILABLE, str(exc)) from exc
 
     return Retriever(retrieve, hxql_query=_merged(rag, overrides).hxql_query)

@@ -43,6 +43,7 @@ from agents.protocols.mcp_server.tools import agent_tool
 from agents.runs.start import CallTooDeep, Invocation, invocation_start
 from agents.runs.stream import recorded_events
 from agents.runtime.events import Event
+from agents.runtime.failures import FailureCode
 
 # Where agents.api.mcp_asgi puts the caller in the ASGI scope, and the set of handler tasks
 # it waits for before the request ends.
@@ -112,7 +113,7 @@ async def call_tool(
     except CallTooDeep as exc:  # the calling agent's model reads why
         return failed_result(CallTooDeep.code, exc.detail)
     except DomainError as exc:
-        return failed_result("invalid_request", exc.detail, run_meta(run_id_of(exc)))
+        return failed_result(FailureCode.INVALID_REQUEST, exc.detail, run_meta(run_id_of(exc)))
     return await answer(ctx, invocation, thread_id)
 
 

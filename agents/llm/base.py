@@ -148,10 +148,14 @@ ProviderEvent = TextChunk | ToolCallChunk | Finished
 class ProviderError(Exception):
     """A model call that failed after the provider's own retries."""
 
-    def __init__(self, message: str, *, code: str = "provider_error", timeout: bool = False):
+    def __init__(self, message: str, *, timeout: bool = False):
         super().__init__(message)
-        self.code = code
         self.timeout = timeout
+
+    @property
+    def code(self) -> Literal["provider_error", "provider_timeout"]:
+        """The run's failure code (agents.runtime.failures) this error ends a run with."""
+        return "provider_timeout" if self.timeout else "provider_error"
 
 
 class Provider(Protocol):

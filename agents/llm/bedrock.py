@@ -294,9 +294,7 @@ def _provider_error(exc: BaseException) -> ProviderError:
     if isinstance(
         exc, ReadTimeoutError | ConnectTimeoutError | urllib3.exceptions.TimeoutError | TimeoutError
     ):
-        return ProviderError(
-            f"Bedrock did not answer in time: {exc}", code="provider_timeout", timeout=True
-        )
+        return ProviderError(f"Bedrock did not answer in time: {exc}", timeout=True)
     if isinstance(exc, EventStreamError):
         error = exc.response.get("Error", {})
         return ProviderError(

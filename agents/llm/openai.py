@@ -255,11 +255,7 @@ class _Translator:
 
 
 def _timeout() -> ProviderError:
-    return ProviderError(
-        "The OpenAI-compatible server did not answer in time",
-        code="provider_timeout",
-        timeout=True,
-    )
+    return ProviderError("The OpenAI-compatible server did not answer in time", timeout=True)
 
 
 def _provider_error(exc: openai.OpenAIError) -> ProviderError:

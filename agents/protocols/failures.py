@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
-# The client's fault is a 400 (a RAG agent asked no question, a template over its limit),
-# a model that timed out a 504, anything else the model or a tool did a 502.
-FAILURE_STATUS = {"provider_timeout": 504, "invalid_request": 400, "template_limit": 400}
+from typing import assert_never
+
+from agents.runtime.failures import FailureCode
 
 
-def failure_status(code: str) -> int:
-    return FAILURE_STATUS.get(code, 502)
+def failure_status(code: FailureCode) -> int:
+    """The client's fault is a 400, a model that timed out a 504, anything else the model,
+    a tool or the platform did a 502."""
+    match code:
+        case FailureCode.INVALID_REQUEST | FailureCode.TEMPLATE_LIMIT | FailureCode.CALL_TOO_DEEP:
+            return 400
+        case FailureCode.PROVIDER_TIMEOUT:
+            return 504
+        case (
+            FailureCode.UNSUPPORTED
+            | FailureCode.PROVIDER_ERROR
+            | FailureCode.RETRIEVAL_UNAVAILABLE
+            | FailureCode.MAX_ITERATIONS
+            | FailureCode.STRUCTURED_OUTPUT_INVALID
+            | FailureCode.OUTPUT_INVALID
+            | FailureCode.CANCELED
+            | FailureCode.INTERRUPTED
+            | FailureCode.INTERNAL_ERROR
+        ):
+            return 502
+        case _:
+            assert_never(code)

@@ -31,12 +31,13 @@ from django.db.models.functions import Now
 from agentbuilder import liveness
 from agents.models import Run, RunStatus
 from agents.runs import live
+from agents.runtime.failures import FailureCode
 
 logger = logging.getLogger(__name__)
 
 LEASES = "runs"
 INTERRUPTED = {
-    "code": "interrupted",
+    "code": FailureCode.INTERRUPTED.value,
     "message": "the server process running this run stopped before it finished",
 }
 # In the database's clock, as the leases are.

@@ -15,6 +15,7 @@ from agents.runs import leases
 from agents.runs.event_log import EventLog, insert_sql
 from agents.runs.start import Invocation
 from agents.runtime.events import Event, ResponseCompleted, ResponseFailed
+from agents.runtime.failures import FailureCode
 from agents.runtime.trace import Trace
 from agents.runtime.transcript import Transcript
 
@@ -81,7 +82,9 @@ class RunRecorder:
             self.error = {"code": event.code, "message": event.message}
 
     def broke(
-        self, code: str = "internal_error", message: str = "the run failed unexpectedly"
+        self,
+        code: FailureCode = FailureCode.INTERNAL_ERROR,
+        message: str = "the run failed unexpectedly",
     ) -> ResponseFailed:
         """The run broke where nothing expected it to: its failure, observed (unless it had
         ended already), for the client's stream to end with."""

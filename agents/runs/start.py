@@ -27,6 +27,7 @@ from agents.runs.request import RunRequest
 from agents.runs.spec import agent_spec, retrievers, with_max_iterations, with_request_servers
 from agents.runtime.depth import CallDepth
 from agents.runtime.engine import new_response_id
+from agents.runtime.failures import FailureCode
 from agents.runtime.messages import MESSAGE_ROLES, message_from_json, message_json
 from agents.runtime.spec import AgentSpec, RunInput
 from agents.runtime.task_agent import TaskInputError, prepare_inputs
@@ -99,12 +100,12 @@ def invocation_start(request: RunRequest) -> Invocation:
         exc.run_id = run.pk
         raise
     except (Invalid, DomainError) as exc:
-        _fail(run, "invalid_request", str(exc))
+        _fail(run, FailureCode.INVALID_REQUEST, str(exc))
         exc.run_id = run.pk
         raise
     except BaseException:
         logger.exception("opening run %s failed", run.pk)
-        _fail(run, "internal_error", "the run could not be started")
+        _fail(run, FailureCode.INTERNAL_ERROR, "the run could not be started")
         raise
     invocation = Invocation(run.pk, response_id, spec, run_input, agent.name, version.number)
     leases.run_opened(run.pk, invocation)
@@ -219,14 +220,14 @@ def _window() -> int:
 class CallTooDeep(DomainError):
     """A call past MAX_AGENT_DEPTH in a chain of agents calling agents: a 400, and no run."""
 
-    code = "call_too_deep"
+    code = FailureCode.CALL_TOO_DEEP
 
 
 class TemplateOverLimit(DomainError):
     """A task agent's prompt template went over a limit with these inputs: a 400, and the
     run `failed` with this code."""
 
-    code = "template_limit"
+    code = FailureCode.TEMPLATE_LIMIT
 
     def __init__(self, message: str) -> None:
         super().__init__(f"{self.code}: {message}")
@@ -243,7 +244,7 @@ def _task_inputs(config: TaskAgentConfig, inputs: Any) -> tuple[dict[str, Any], 
         raise TemplateOverLimit(f"the prompt template went over a limit: {exc}") from None
 
 
-def _fail(run: Run, code: str, message: str) -> None:
+def _fail(run: Run, code: FailureCode, message: str) -> None:
     leases.run_ended(run.pk)  # closed here: nothing is left to renew
     Run.objects.filter(pk=run.pk).update(
         status=RunStatus.FAILED,

@@ -14,6 +14,7 @@ from agents.runs.record import RunRecorder
 from agents.runs.start import Invocation
 from agents.runtime.engine import run
 from agents.runtime.events import Event, ResponseFailed
+from agents.runtime.failures import FailureCode
 from agents.runtime.spec import Meter
 
 logger = logging.getLogger(__name__)
@@ -24,7 +25,7 @@ CLIENT_GONE = (asyncio.CancelledError, GeneratorExit, OSError)
 # The process is going down: the run ends with it.
 PROCESS_EXIT = (KeyboardInterrupt, SystemExit)
 # What the consumer of a canceled run gets last (not recorded: the run's status says it).
-CANCELED = ResponseFailed("canceled", "the run was canceled")
+CANCELED = ResponseFailed(FailureCode.CANCELED, "the run was canceled")
 
 
 class RecordedEvents:
@@ -123,7 +124,7 @@ class RecordedEvents:
                 recorder.broke()
             raise
         except PROCESS_EXIT:
-            recorder.broke("interrupted", "the server process stopped during the run")
+            recorder.broke(FailureCode.INTERRUPTED, "the server process stopped during the run")
             raise
         finally:
             # On a disconnect this runs in a cancelled task: shield the write.

@@ -25,6 +25,7 @@ from agents.runtime.events import (
     ToolCall,
     ToolResult,
 )
+from agents.runtime.failures import FailureCode
 from agents.runtime.guard import Guard, blocked_events, guard_output
 from agents.runtime.rag_agent import run_rag_agent
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
@@ -63,7 +64,7 @@ async def run(
             return
         flow_for = FLOWS.get(spec.agent_type)
         if flow_for is None:
-            raise RunFailure("unsupported", f"{spec.agent_type} agents cannot run yet")
+            raise RunFailure(FailureCode.UNSUPPORTED, f"{spec.agent_type} agents cannot run yet")
         flow = flow_for(spec, run_input, meter, run_input.call_depth)
         answer = _Answer()
         async for event in guard_output(flow, guard, meter):
@@ -71,10 +72,10 @@ async def run(
     except RunFailure as exc:
         yield ResponseFailed(exc.code, exc.message, meter.usage)
     except ProviderError as exc:
-        yield ResponseFailed(exc.code, str(exc), meter.usage)
+        yield ResponseFailed(FailureCode(exc.code), str(exc), meter.usage)
     except Exception:  # a bug must still end the stream with a final line, not cut it
         logger.exception("run of agent %s failed", spec.agent_id)
-        yield ResponseFailed("internal_error", "the run failed unexpectedly", meter.usage)
+        yield ResponseFailed(FailureCode.INTERNAL_ERROR, "the run failed unexpectedly", meter.usage)
 
 
 class _Answer:

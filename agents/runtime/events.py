@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.llm.base import Usage
+from agents.runtime.failures import FailureCode
 from guardrails.engines.base import Stage
 
 
@@ -96,7 +97,7 @@ class ResponseCompleted:
 
 @dataclass(frozen=True)
 class ResponseFailed:
-    code: str
+    code: FailureCode
     message: str
     usage: Usage = field(default_factory=Usage)
 

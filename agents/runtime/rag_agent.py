@@ -23,6 +23,7 @@ from agents.llm.base import (
 )
 from agents.runtime.depth import CallDepth
 from agents.runtime.events import Event, ResponseCompleted, TextDelta
+from agents.runtime.failures import FailureCode
 from agents.runtime.guard import screen_nodes
 from agents.runtime.model_step import StepResult, model_request, model_step
 from agents.runtime.spec import AgentSpec, Meter, Retriever, RunFailure, RunInput
@@ -53,7 +54,7 @@ async def run_rag_agent(
     assert isinstance(config, RagAgentConfig)
     retrieve = run_input.retrievers.get("")
     if retrieve is None:
-        raise RunFailure("unsupported", "this run has no retrieval")
+        raise RunFailure(FailureCode.UNSUPPORTED, "this run has no retrieval")
     question = _question(run_input)
     nodes = await retrieve(question, meter.trace)
     if config.enable_multihop_query_refinement:
@@ -77,7 +78,7 @@ async def run_rag_agent(
 def _question(run_input: RunInput) -> str:
     question = next((m.text for m in reversed(run_input.messages) if m.role == "user"), "")
     if not question.strip():
-        raise RunFailure("invalid_request", "a RAG agent needs a user question")
+        raise RunFailure(FailureCode.INVALID_REQUEST, "a RAG agent needs a user question")
     return question
 
 

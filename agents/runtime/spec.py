@@ -10,6 +10,7 @@ from agents.configs import AgentConfig
 from agents.llm.base import Message, Provider, ToolSpec, Usage
 from agents.mcp.types import McpEndpoint
 from agents.runtime.depth import CallDepth
+from agents.runtime.failures import FailureCode
 from agents.runtime.trace import Trace
 from guardrails.engines.rules import Rule
 from retrieval.nodes import Node
@@ -93,7 +94,7 @@ class RunInput:
 class RunFailure(Exception):
     """Ends a run as failed with a code the client sees (max_iterations, …)."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: FailureCode, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message

@@ -16,6 +16,7 @@ from agents.configs import TaskAgentConfig
 from agents.llm.base import TASK_INPUTS_HEADER, Message, ModelRequest, ToolSpec
 from agents.runtime.depth import CallDepth
 from agents.runtime.events import Event, ResponseCompleted, TextDelta
+from agents.runtime.failures import FailureCode
 from agents.runtime.model_step import StepResult, model_request, model_step
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput
 from agents.runtime.tools.base import ToolFailure, schema_problems
@@ -100,7 +101,7 @@ async def run_task_agent(
         )
     except TemplateLimitError as exc:
         raise RunFailure(
-            "template_limit", f"the prompt template went over a limit: {exc}"
+            FailureCode.TEMPLATE_LIMIT, f"the prompt template went over a limit: {exc}"
         ) from None
     messages = [_inputs_message(inputs)]
     if config.output_schema is None:
@@ -180,4 +181,6 @@ async def _structured(
             )
         else:
             messages.append(Message("user", problem))
-    raise RunFailure("output_invalid", "the model's answer did not match the output schema")
+    raise RunFailure(
+        FailureCode.OUTPUT_INVALID, "the model's answer did not match the output schema"
+    )

@@ -33,6 +33,7 @@ from agents.configs import StructuredOutputTool, ToolAgentConfig
 from agents.llm.base import Message, ModelRequest, ToolCallPart, ToolSpec
 from agents.runtime.depth import CallDepth
 from agents.runtime.events import Event, ResponseCompleted, ToolCall, ToolResult
+from agents.runtime.failures import FailureCode
 from agents.runtime.guard import screen_context, withheld
 from agents.runtime.model_step import StepResult, model_request, model_step
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput, ToolChoice
@@ -51,12 +52,13 @@ async def run_tool_agent(
     client = {t.name: t for t in run_input.client_tools}
     if clash := sorted(client.keys() & tools.keys()):
         raise RunFailure(
-            "invalid_request", f"the client's tool {clash[0]} is named like one of the agent's"
+            FailureCode.INVALID_REQUEST,
+            f"the client's tool {clash[0]} is named like one of the agent's",
         )
     offered = [t.spec for t in tools.values()] + list(client.values())
     choice = run_input.tool_choice
     if choice.mode == "function" and choice.name not in tools.keys() | client.keys():
-        raise RunFailure("invalid_request", f"tool_choice names no tool: '{choice.name}'")
+        raise RunFailure(FailureCode.INVALID_REQUEST, f"tool_choice names no tool: '{choice.name}'")
     structured = next((t for t in config.tools if isinstance(t, StructuredOutputTool)), None)
     only_structured = structured is not None and len(config.tools) == 1
     answer_force = structured.name if only_structured and structured else None
@@ -127,11 +129,12 @@ async def run_tool_agent(
             retries += 1
             if retries > config.inference_config.max_retries:
                 raise RunFailure(
-                    "structured_output_invalid",
+                    FailureCode.STRUCTURED_OUTPUT_INVALID,
                     f"the model's structured output did not match the schema after {retries} tries",
                 )
     raise RunFailure(
-        "max_iterations", f"the agent did not finish within {config.max_iterations} iterations"
+        FailureCode.MAX_ITERATIONS,
+        f"the agent did not finish within {config.max_iterations} iterations",
     )
 
 

@@ -28,6 +28,7 @@ from agents.protocols.a2a.encoder import (
 from agents.runs.event_codec import event_from_json
 from agents.runs.event_log import run_events_follow
 from agents.runtime.events import Event, ResponseCompleted, ResponseCreated, ResponseFailed
+from agents.runtime.failures import FailureCode
 
 
 class Following:
@@ -95,7 +96,8 @@ class Following:
             yield Canceled()
         else:  # failed without its event: interrupted (the sweep), or it could not be read
             error = follower.error or {}
-            yield ResponseFailed(error.get("code", "interrupted"), error.get("message", ""))
+            code = FailureCode.stored(error.get("code", FailureCode.INTERRUPTED))
+            yield ResponseFailed(code, error.get("message", ""))
 
 
 def following_start(run: Run) -> Following:

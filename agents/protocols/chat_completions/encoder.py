@@ -19,6 +19,7 @@ from agents.runtime.events import (
     ToolCall,
     ToolResult,
 )
+from agents.runtime.failures import FailureCode
 
 # Our ToolCall events carry whole arguments; the stream hands them out in pieces this long.
 ARGUMENT_FRAGMENT_CHARS = 32
@@ -185,7 +186,11 @@ class ChunkEncoder:
             return self._completed(event)
         if isinstance(event, ResponseFailed):
             self.held = []
-            kind = "invalid_request_error" if event.code == "invalid_request" else "server_error"
+            kind = (
+                "invalid_request_error"
+                if event.code == FailureCode.INVALID_REQUEST
+                else "server_error"
+            )
             return [sse(error_body(event.message, kind, event.code)), DONE]
         if isinstance(event, ToolCall) and event.name in self.answer_tools:
             self.held.append(event)

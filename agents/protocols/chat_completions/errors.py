@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from agentbuilder.errors import ErrorItem, Invalid
 from agents.protocols.failures import failure_status
 from agents.runtime.events import ResponseFailed
+from agents.runtime.failures import FailureCode
 
 # The `type` and `code` of OpenAI's error object for each status we answer with.
 ERROR_TYPES = {
@@ -48,7 +49,7 @@ def error_body(
 def failed_answer(failed: ResponseFailed) -> tuple[int, dict[str, Any], dict[str, str]]:
     """(status, body, headers) of a run that failed, answered whole."""
     headers = {}
-    if not failed.code.startswith("provider_"):
+    if failed.code not in (FailureCode.PROVIDER_ERROR, FailureCode.PROVIDER_TIMEOUT):
         headers["x-should-retry"] = "false"  # the SDKs would retry a 502 otherwise
     status = failure_status(failed.code)
     kind = ERROR_TYPES.get(status, "server_error")

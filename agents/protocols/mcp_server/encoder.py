@@ -9,6 +9,7 @@ from mcp_types import CallToolResult, TextContent
 
 from agentbuilder.errors import Invalid
 from agents.runtime.events import Event, ResponseCompleted, ResponseFailed, TextDelta
+from agents.runtime.failures import FailureCode
 
 # `_meta` keys of a result: prefixed, as the specification asks of implementation keys.
 META = "agentbuilder/"
@@ -37,7 +38,9 @@ class ResultEncoder:
         if isinstance(last, ResponseFailed):
             return failed_result(last.code, last.message, self.meta)
         # recorded_events ends every stream with one of the two; this is a bug guard.
-        return failed_result("internal_error", "the run ended without an answer", self.meta)
+        return failed_result(
+            FailureCode.INTERNAL_ERROR, "the run ended without an answer", self.meta
+        )
 
     def _completed(self, event: ResponseCompleted) -> CallToolResult:
         meta = dict(self.meta)
@@ -61,7 +64,9 @@ class ResultEncoder:
         )
 
 
-def failed_result(code: str, message: str, meta: dict[str, Any] | None = None) -> CallToolResult:
+def failed_result(
+    code: FailureCode, message: str, meta: dict[str, Any] | None = None
+) -> CallToolResult:
     """A run that failed, or a call refused before it ran: an error the calling model reads."""
     return CallToolResult(
         content=[TextContent(text=f"The agent failed ({code}): {message}")],

@@ -42,6 +42,7 @@ from agents.runtime.events import (
     ToolCall,
     ToolResult,
 )
+from agents.runtime.failures import FailureCode
 
 STEP_SEPARATOR = "\n\n"  # between the texts of model steps with tool activity between them
 
@@ -176,7 +177,11 @@ class MessageEncoder:
         if isinstance(event, ResponseFailed):
             self.held = []
             self.failed = event
-            kind = "invalid_request_error" if event.code == "invalid_request" else "server_error"
+            kind = (
+                "invalid_request_error"
+                if event.code == FailureCode.INVALID_REQUEST
+                else "server_error"
+            )
             return [sse(error_body(event.message, kind, event.code)), DONE]
         if isinstance(event, ToolCall) and event.name in self.client_tools:
             return []  # the message's tool_calls, sent when the turn ends waiting for them

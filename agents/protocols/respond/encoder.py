@@ -13,6 +13,7 @@ from agents.runtime.events import (
     ResponseCreated,
     ResponseFailed,
 )
+from agents.runtime.failures import FailureCode
 from agents.runtime.transcript import Transcript
 
 # Qualifies this module's classes in the OpenAPI document where another shares a name.
@@ -60,7 +61,7 @@ class AgentResponse(BaseModel):
 # still answered (HTTP 200) with an assistant message that says what went wrong, as the
 # contract's "refusal / error-style response". Provider failures and timeouts stay HTTP
 # errors (502 / 504), the contract's "hard transport failures".
-EXPLAINED_FAILURES = frozenset({"max_iterations", "structured_output_invalid"})
+EXPLAINED_FAILURES = frozenset({FailureCode.MAX_ITERATIONS, FailureCode.STRUCTURED_OUTPUT_INVALID})
 
 
 class TurnEncoder:
