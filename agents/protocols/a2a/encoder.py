@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, assert_never
 
 from a2a.compat.v0_3 import conversions
 from a2a.types import a2a_pb2 as pb
@@ -157,7 +157,7 @@ class TaskEncoder:
             return [*self._flush(), self._end(pb.TASK_STATE_FAILED, message, error)]
         if isinstance(event, Canceled):
             return [*self._flush(), self._end(pb.TASK_STATE_CANCELED)]
-        return []
+        assert_never(event)
 
     def release_held(self) -> None:
         """The held delta went out another way (a subscriber's opening task): count it as

@@ -3,7 +3,7 @@ server-sent events (the order of chunks: see the package's docstring)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from pydantic import BaseModel, Field
 
@@ -205,6 +205,8 @@ class ChunkEncoder:
             self._start("tool")
             delta = {"role": "tool", "tool_call_id": event.call_id, "content": event.content}
             frames.append(self._chunk(delta))
+        else:
+            assert_never(event)
         return frames
 
     def _release_held(self) -> list[bytes]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, assert_never
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
@@ -15,6 +15,7 @@ from agents.runtime.events import (
     ResponseFailed,
     TextDelta,
     ToolCall,
+    ToolResult,
 )
 
 # Qualifies this module's classes in the OpenAPI document where another shares a name.
@@ -130,7 +131,9 @@ class NdjsonEncoder:
                 "error": {"code": event.code, "message": event.message},
             }
             return _dumps({"type": "response.failed", "response": response})
-        return None  # tool results are not part of the native stream
+        if isinstance(event, ToolResult):
+            return None  # tool results are not part of the native stream
+        assert_never(event)
 
     def frames(self, event: Event) -> list[bytes]:
         line = self.encode(event)

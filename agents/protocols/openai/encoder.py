@@ -19,7 +19,7 @@ docstring says why):
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from pydantic import BaseModel, Field
 
@@ -201,6 +201,8 @@ class MessageEncoder:
                 "id": event.call_id,
             }
             frames.append(self._activity(extension))
+        else:
+            assert_never(event)
         return frames
 
     def _release(self) -> list[ToolCall]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any
+from typing import Any, assert_never
 
 from agents.runtime.events import (
     Event,
@@ -65,13 +65,14 @@ class PlaygroundEncoder:
             }
         if isinstance(event, ResponseCompleted):
             return {"type": "completed", **self._completed(event), **self._measured(event)}
-        failed: ResponseFailed = event
-        return {
-            "type": "failed",
-            "code": failed.code,
-            "message": failed.message,
-            **self._measured(failed),
-        }
+        if isinstance(event, ResponseFailed):
+            return {
+                "type": "failed",
+                "code": event.code,
+                "message": event.message,
+                **self._measured(event),
+            }
+        assert_never(event)
 
     def _completed(self, event: ResponseCompleted) -> dict[str, Any]:
         outputs = event.custom_outputs

@@ -4,7 +4,7 @@ server-sent events or one response object."""
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, assert_never
 
 from agents.protocols.process.models import (
     AgentResponse,
@@ -76,8 +76,9 @@ class ProcessEncoder:
             return self._whole(MessageType.FUNCTION_CALL_OUTPUT, [part])
         if isinstance(event, ResponseCompleted):
             return [*self._answer(event), *self._finish(event)]
-        assert isinstance(event, ResponseFailed)
-        return [*self._fail_answer(event), *self._finish(event)]
+        if isinstance(event, ResponseFailed):
+            return [*self._fail_answer(event), *self._finish(event)]
+        assert_never(event)
 
     def frames(self, event: RuntimeEvent) -> list[bytes]:
         """The emitted of one event as server-sent events, in one chunk."""

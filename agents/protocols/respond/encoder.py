@@ -3,7 +3,7 @@ run's events: every message of the turn, with model, provider, usage and metadat
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from pydantic import BaseModel, Field
 
@@ -12,6 +12,9 @@ from agents.runtime.events import (
     ResponseCompleted,
     ResponseCreated,
     ResponseFailed,
+    TextDelta,
+    ToolCall,
+    ToolResult,
 )
 from agents.runtime.failures import FailureCode
 from agents.runtime.transcript import Transcript
@@ -85,6 +88,10 @@ class TurnEncoder:
             self.done = event
             if event.code in EXPLAINED_FAILURES:
                 self._final(f"I could not finish this request ({event.code}): {event.message}")
+        elif isinstance(event, TextDelta | ToolCall | ToolResult):
+            pass  # the transcript keeps the turn's messages
+        else:
+            assert_never(event)
 
     @property
     def failed(self) -> ResponseFailed | None:
