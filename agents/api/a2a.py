@@ -101,7 +101,7 @@ from agents.protocols.a2a.request import (
     task_inputs,
 )
 from agents.protocols.a2a.running import RunningTask
-from agents.protocols.chat_completions.request import model_reference
+from agents.protocols.names import agent_reference
 from agents.protocols.sse import sse
 from agents.runs.detached import run_detached
 from agents.runs.live import run_cancel
@@ -257,12 +257,15 @@ class A2AAgentCardView(_CardView):
 
 
 def _reference(reference: str) -> tuple[str, str]:
-    try:
-        name, version_ref = model_reference(reference)
-        selectors.version_ref_parse(version_ref)
-    except Invalid:
-        return reference, "latest"  # no agent is named so: a 404 when looked up
-    return name, version_ref
+    found = agent_reference(reference)
+    if found is not None:
+        try:
+            selectors.version_ref_parse(found[1])
+        except Invalid:
+            pass
+        else:
+            return found
+    return reference, "latest"  # no agent is named so: a 404 when looked up
 
 
 @dataclass

@@ -12,6 +12,7 @@ from agentbuilder.errors import ErrorItem, Invalid
 from agents.llm.base import Attachment, Message, ToolCallPart
 from agents.mcp.types import McpServerRequest
 from agents.protocols.attachments import from_url
+from agents.protocols.names import agent_reference
 
 # Qualifies this module's classes in the OpenAPI document where another shares a name.
 SCHEMA_PREFIX = "ChatCompletions"
@@ -242,19 +243,14 @@ class ChatCompletionRequest(_Lenient):
         return tuple(out)
 
 
-MODEL_PATTERN = re.compile(r"(?P<name>[^@\s]+)(?:@(?P<version>[^@\s]+))?")
-
-
 def model_reference(model: str | None) -> tuple[str, str]:
-    """(agent name, version ref) of `model` on the model-naming route: `calculator`,
-    `calculator@3`, `calculator@latest`, `calculator@<alias>` or `calculator@<version
-    uuid>`."""
+    """(agent name, version ref) of `model` on the model-naming route (agent_reference)."""
     if not model or not model.strip():
         raise Invalid.at(("body", "model"), "name the agent to run: 'name' or 'name@3'", "missing")
-    match = MODEL_PATTERN.fullmatch(model.strip())
-    if match is None:
+    reference = agent_reference(model)
+    if reference is None:
         raise Invalid.at(("body", "model"), "name the agent to run: 'name' or 'name@3'")
-    return match["name"], match["version"] or "latest"
+    return reference
 
 
 def mcp_requests(body: ChatCompletionRequest) -> tuple[McpServerRequest, ...]:

@@ -14,8 +14,8 @@ from agentbuilder.wire import CamelModel, parse
 from agents import selectors
 from agents.llm.base import Message
 from agents.models import Agent, AgentType, Environment
-from agents.protocols.chat_completions.request import MODEL_PATTERN
 from agents.protocols.mcp_server.tools import MESSAGE_MAX_CHARS, THREAD_ID_MAX_CHARS
+from agents.protocols.names import agent_reference
 from agents.runs.request import RunRequest
 
 PROTOCOL = "mcp"
@@ -54,17 +54,17 @@ def tool_reference(name: str) -> tuple[str, str]:
     `calculator@3` or `calculator@prod` another. Raises Invalid at `name`."""
     if len(name) > TOOL_NAME_MAX_CHARS:
         raise Invalid.at(("name",), f"a tool's name is at most {TOOL_NAME_MAX_CHARS} characters")
-    match = MODEL_PATTERN.fullmatch(name.strip())
-    if match is None:
+    reference = agent_reference(name)
+    if reference is None:
         raise Invalid.at(("name",), "name a tool: 'name' or 'name@version'")
-    version_ref = match["version"] or "latest"
+    agent_name, version_ref = reference
     try:
         selectors.version_ref_parse(version_ref)
     except Invalid:
         raise Invalid.at(
             ("name",), "the version after '@' must be a number, 'latest', an alias or a version id"
         ) from None
-    return match["name"], version_ref
+    return agent_name, version_ref
 
 
 def run_request(
