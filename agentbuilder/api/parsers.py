@@ -14,6 +14,7 @@ from django.conf import settings
 from django.http import QueryDict
 from rest_framework import exceptions, parsers, status
 
+from agentbuilder.api.middleware import max_body_bytes
 from agentbuilder.errors import Invalid, Loc
 
 # Configs hold JSON Schemas, which jsonschema checks recursively: far deeper input ends in a
@@ -113,11 +114,11 @@ def _check_form(data: QueryDict) -> None:
 
 
 class LimitedParserMixin:
-    max_body_bytes: int | None = None
+    """Holds a body to its route's limit (the one rule: middleware.max_body_bytes)."""
 
     def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
-        limit = self.max_body_bytes or settings.API_MAX_BODY_BYTES
         request = (parser_context or {}).get("request")
+        limit = settings.API_MAX_BODY_BYTES if request is None else max_body_bytes(request.path)
         meta = request.META if request is not None else {}
         return super().parse(_bounded(stream, meta, limit), media_type, parser_context)  # type: ignore[misc]
 

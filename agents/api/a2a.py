@@ -65,6 +65,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
+from agentbuilder.api.middleware import max_body_bytes
 from agentbuilder.api.negotiation import JsonAnswers
 from agentbuilder.api.parsers import RequestTooLarge, check_text
 from agentbuilder.api.views import AsyncApiView
@@ -526,7 +527,7 @@ class A2AEndpointView(AsyncApiView):
 
 def _body(request: Request) -> bytes:
     """The raw body, held to the API's limit on JSON bodies (a 413, as on every route)."""
-    limit = settings.API_MAX_BODY_BYTES
+    limit = max_body_bytes(request.path)
     too_large = RequestTooLarge(f"Request body is larger than {limit} bytes.")
     if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
         raise too_large
