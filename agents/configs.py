@@ -1,4 +1,4 @@
-"""Agent configs by type (SPEC section 3), written once and used by the API, the admin
+"""Agent configs by type (docs/api.md#configs), written once and used by the API, the admin
 and the OpenAPI schema.
 
 These models check everything that needs no database: shapes, ranges, unknown keys,

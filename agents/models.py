@@ -141,7 +141,7 @@ class AgentVersion(models.Model):
         return f"{self.agent.name} v{self.number}{label}"
 
 
-# Alias names (SPEC section 7). `latest` names the newest version and `history` the route
+# Alias names (docs/api.md#aliases). `latest` names the newest version and `history` the route
 # of an agent's alias changes, so neither can name an alias; both ignore case, as names do.
 ALIAS_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,49}$"
 RESERVED_ALIASES = ("latest", "history")
@@ -286,7 +286,7 @@ class Run(models.Model):
     messages = models.JSONField(default=list, blank=True)
     output = models.JSONField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True)
-    # What the run did, in order (SPEC section 7's run steps), written with its end.
+    # What the run did, in order (the run steps of docs/api.md#run-steps), written with its end.
     steps = models.JSONField(default=list, blank=True)
     # While in progress: the process running it renews this lease; once it has run out,
     # that process is gone and any other marks the run `failed` (`interrupted`).

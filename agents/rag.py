@@ -20,7 +20,7 @@ from retrieval.indexing import document_embedder
 from retrieval.nodes import Node
 from retrieval.search import SearchRequest, candidates, finish, search
 
-# RAG settings a request may override (SPEC section 4), as the request names them.
+# RAG settings a request may override (docs/api.md#invocation), as the request names them.
 OVERRIDES = (
     "hxql_query",
     "hybrid_search",

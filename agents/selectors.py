@@ -115,7 +115,7 @@ def agent_get(
 def agent_get_to_invoke(*, user: Any, environment: Environment, agent_id: uuid.UUID) -> Agent:
     """`agent_get(action=INVOKE)` for the invoke routes, from one precompiled statement:
     NotFound unless the caller may READ or INVOKE the live agent in `environment`,
-    PermissionDenied if it may READ it but not INVOKE it (SPEC section 7)."""
+    PermissionDenied if it may READ it but not INVOKE it (docs/api.md#permissions)."""
     return _invocable(agent_with_held(user, agent_id), environment, agent_id)
 
 
@@ -229,7 +229,7 @@ def agent_id_by_name(*, environment: Environment, name: str) -> uuid.UUID | None
 
 def _visible_one(user: Any, action: Action, environment: Environment, match: Q, what: str) -> Agent:
     # One query: visibility (READ) filters, the permission asked for is a column. INVOKE
-    # alone makes an agent visible to the invoke routes (SPEC section 7): a service account
+    # alone makes an agent visible to the invoke routes (docs/api.md#permissions): a service account
     # calls an agent without reading its config.
     seen_by = (Action.READ, Action.INVOKE) if action == Action.INVOKE else (Action.READ,)
     agents = Agent.objects.filter(may(user, *seen_by), deleted_at__isnull=True)
@@ -390,8 +390,8 @@ def model_list(*, agent_type: str | None = None) -> QuerySet[LLMModel]:
 
 def runs_visible(*, user: Any, environment: Environment | None = None) -> QuerySet[Run]:
     """Runs (of `environment`, or of every one) the caller may read: its own, of agents it
-    may still READ or INVOKE, and every caller's of the agents it holds AUDIT on (SPEC
-    section 7)."""
+    may still READ or INVOKE, and every caller's of the agents it holds AUDIT on
+    (docs/api.md#runs)."""
     in_env = Agent.objects.filter(deleted_at__isnull=True)
     if environment is not None:
         in_env = in_env.filter(environment=environment)

@@ -8,7 +8,7 @@ from agentbuilder.errors import DomainError
 class RetrievalUnavailable(DomainError):
     """A retrieval provider failed after its retries, or answered something unusable.
 
-    A DomainError so that every route that searches answers it as SPEC section 2 answers
+    A DomainError so that every route that searches answers it as docs/api.md#errors answers
     any upstream model's failure, a 502 naming the cause, without catching it itself.
     """
 

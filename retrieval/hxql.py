@@ -1,4 +1,4 @@
-"""HxQL, the document filter of SPEC section 5: `SELECT * FROM SysContent [WHERE cond]`.
+"""HxQL, the document filter of docs/api.md#hxql: `SELECT * FROM SysContent [WHERE cond]`.
 
 sqlglot tokenizes and parses the query (PostgreSQL dialect); this module accepts only the
 grammar below and turns the WHERE tree into a Django Q, so every value reaches the database

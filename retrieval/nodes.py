@@ -32,7 +32,7 @@ class Node:
     end: int = 0
 
     def source_node(self) -> dict[str, Any]:
-        """The node as SPEC's sourceNodes list it."""
+        """The node as docs/api.md#rag-outputs lists sourceNodes."""
         return {
             "id": f"{self.document_id}:{self.position}",
             "docId": str(self.document_id),

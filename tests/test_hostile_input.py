@@ -54,7 +54,7 @@ def world(owner: Any, make_agent: Any) -> Iterator[World]:
 
 
 def assert_located(response: Any, loc: list[Any]) -> None:
-    """SPEC section 2: a 400 whose `detail` names `loc` (or a field below it)."""
+    """docs/api.md#errors: a 400 whose `detail` names `loc` (or a field below it)."""
     assert response.status_code == 400, response.content[:500]
     assert response["Content-Type"].startswith(JSON)
     located = [item["loc"] for item in response.json()["detail"]]

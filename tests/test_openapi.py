@@ -1,4 +1,4 @@
-"""The OpenAPI document: valid without warnings, complete for SPEC sections 1–3, and served
+"""The OpenAPI document: valid without warnings, complete for docs/api.md up to #configs, and served
 with a Swagger UI whose assets ship with the app."""
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def test_every_operation_documents_a_json_success_answer(
             assert "content" not in responses[code]
             continue
         schema = generated.resolve(responses[code]["content"]["application/json"]["schema"])
-        # invoke: the response object, or a structured-output agent's object (SPEC 4).
+        # invoke: the response object, or a structured-output agent's object (docs/api.md#invoke).
         schema = generated.resolve(schema.get("anyOf", [schema])[0])
         assert schema["type"] == "object"
         assert schema["properties"]
@@ -274,7 +274,7 @@ def test_an_anonymous_flood_of_the_open_routes_is_refused_with_retry_after(
     refused = [anonymous.get(route) for route in open_routes]
 
     assert statuses == [200] * 6  # one budget per address, shared by the open routes
-    for answer in refused:  # in SPEC's JSON, whatever the route writes otherwise
+    for answer in refused:  # in the API's error JSON, whatever the route writes otherwise
         assert answer.status_code == 429
         assert 0 < int(answer["Retry-After"]) <= 60
         assert answer.json()["detail"].startswith("Request was throttled")
@@ -472,7 +472,7 @@ def test_error_bodies_are_the_ones_each_route_writes(generated: Generated) -> No
             assert refs[0] == expected, (method, path, status, refs)
             if status in ("404", "413") and expected != ERROR_BODY:
                 # The body-size middleware, and a path no route matches (an empty id),
-                # refuse before the view, in SPEC's shape.
+                # refuse before the view, in the shape of docs/api.md#errors.
                 assert refs[1:] == [ERROR_BODY]
 
 
@@ -517,7 +517,7 @@ def test_query_parameters_carry_the_constraints_the_view_checks(generated: Gener
         for p in generated.operation("get", "/v1/runs")["parameters"]
         if p["in"] == "query"
     }
-    # Each also empty (`?limit=`): a list route reads it as absent, as SPEC writes it.
+    # Each also empty (`?limit=`): a list route reads it as absent, as docs/api.md#pagination says.
     empty = {"type": "string", "maxLength": 0, "description": "Empty: as if absent."}
     assert all(schema["anyOf"][1] == empty for schema in given.values())
     parameters = {name: schema["anyOf"][0] for name, schema in given.items()}

@@ -1,4 +1,4 @@
-"""The permission matrix of the agent routes (SPEC sections 1 and 3, DESIGN "Permissions").
+"""The permission matrix of the agent routes (docs/api.md#permissions).
 
 Every cell is generated from ROUTES × GRANTS × SITUATIONS; its expected answer comes from
 `expected_status`, one rule: an agent the caller may not READ is 404, a readable agent

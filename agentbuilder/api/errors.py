@@ -1,4 +1,4 @@
-"""One exception handler for every /v1 route: SPEC section 2's error bodies.
+"""One exception handler for every /v1 route: the error bodies of docs/api.md#errors.
 
 Domain errors from services, DRF's own exceptions (parse errors, auth, 404, 405, 415,
 throttling), Django's 404 and its refusals of oversized or malformed bodies all leave as

@@ -24,7 +24,7 @@ class PageQuery(CamelModel):
     @model_validator(mode="before")
     @classmethod
     def _empty_is_absent(cls, params: Any) -> Any:
-        # `?agentType=&name=` (as SPEC writes it) means "no filter", not "filter by ''".
+        # `?agentType=&name=` (docs/api.md#pagination) means "no filter", not "filter by ''".
         if isinstance(params, dict):
             return {k: v for k, v in params.items() if v != ""}
         return params

@@ -61,8 +61,8 @@ setting_changed.connect(forget, dispatch_uid="agentbuilder.api.schema.forget")
 
 
 class JsonErrors(APIView):
-    """Errors in SPEC's JSON, not in the format the page or document was asked in (YAML,
-    HTML), nor in the first one when `Accept` named none of them."""
+    """Errors in the API's JSON (docs/api.md#errors), not in the format the page or document
+    was asked in (YAML, HTML), nor in the first one when `Accept` named none of them."""
 
     def handle_exception(self, exc: Exception) -> Response:
         response = super().handle_exception(exc)

@@ -1,4 +1,4 @@
-"""The admin's playground (SPEC section 7): try any version of an agent beside its config.
+"""The admin's playground (docs/api.md#playground): try any version of an agent beside its config.
 
 The page is a template and a small script; each turn is a POST to the stream view, a
 session-authenticated, CSRF-checked twin of the invoke routes: the same run path, recorded

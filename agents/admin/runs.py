@@ -38,7 +38,7 @@ class RunAdmin(admin.ModelAdmin):
     """Runs are records of what happened: readable, filterable, never edited, except that
     a run stuck `in_progress` can be closed (its lease shows whether its process lives).
 
-    Like GET /v1/runs (SPEC section 7), a staff user sees its own runs, and every caller's
+    Like GET /v1/runs (docs/api.md#runs), a staff user sees its own runs, and every caller's
     of the agents it holds AUDIT on; superusers see all."""
 
     list_display = [

@@ -1,5 +1,5 @@
 """A run's steps as the admin's timeline: a bar per step, placed and sized by its time
-within the run (SPEC section 7's run steps, as GET /v1/runs/{id} answers them)."""
+within the run (the run steps of docs/api.md#run-steps, as GET /v1/runs/{id} answers them)."""
 
 from __future__ import annotations
 

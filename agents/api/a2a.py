@@ -1,4 +1,4 @@
-"""Every agent as an A2A agent (SPEC section 7, agents.protocols.a2a).
+"""Every agent as an A2A agent (docs/api.md#a2a, agents.protocols.a2a).
 
 - `GET /v1/a2a`: the cards of the environment's agents the caller may INVOKE (what it can
   call, as the OpenAI base's models and the MCP server's tools).

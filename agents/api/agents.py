@@ -1,4 +1,4 @@
-"""Agents (SPEC section 3): list, create, get, change, delete, look up by name."""
+"""Agents (docs/api.md#agents-and-versions): list, create, get, change, delete, look up by name."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Aliases of an agent (SPEC section 7): named pointers to versions (`prod` → 4), listed,
+"""Aliases of an agent (docs/api.md#aliases): named pointers to versions (`prod` → 4), listed,
 set, moved and deleted, and the history of every change.
 
 `/aliases/history` is a route, so `history` is no alias's name (nor is `latest`): the route

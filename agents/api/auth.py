@@ -1,4 +1,4 @@
-"""POST /v1/auth/token (SPEC section 1): access tokens for API clients and users."""
+"""POST /v1/auth/token (docs/api.md#auth-and-tokens): access tokens for API clients and users."""
 
 from __future__ import annotations
 

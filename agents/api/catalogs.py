@@ -1,4 +1,4 @@
-"""The catalogs a caller picks from (SPEC section 3): environments, agent types, models."""
+"""The catalogs a caller picks from (docs/api.md#catalogs): environments, agent types, models."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OpenAI chat completions (SPEC section 4, agent-chat-completions-api.txt).
+"""OpenAI chat completions (docs/api.md#chat-completions, agent-chat-completions-api.txt).
 
 `POST /v1/agents/{agentId}/versions/{versionId}/chat/completions` runs that version;
 `POST /v1/chat/completions` runs the agent that `model` names in the caller's environment

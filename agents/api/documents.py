@@ -1,4 +1,4 @@
-"""Documents and search (SPEC section 5), scoped to the request's environment.
+"""Documents and search (docs/api.md#documents), scoped to the request's environment.
 
 Documents belong to an environment, so their permissions are the environment's: READ to
 list and search, CREATE to upload, DELETE to delete.

@@ -1,4 +1,4 @@
-"""invoke, invoke-stream, invoke-task, invoke-task-stream (SPEC section 4): the native
+"""invoke, invoke-stream, invoke-task, invoke-task-stream (docs/api.md#invocation): the native
 protocol (agents.protocols.native) over the shared streaming path.
 
 Async from the request to the last byte: the database is read before the stream starts

@@ -1,4 +1,4 @@
-"""The MCP server registry (SPEC section 5): /v1/mcp-servers and a server's live tools.
+"""The MCP server registry (docs/api.md#mcp-servers): /v1/mcp-servers and a server's live tools.
 
 Servers of the request's environment and global ones are listed together. READ on the
 environment lists, shows and lists tools; EDIT on it (the right to change its agents)

@@ -2,11 +2,11 @@
 
 Before the SDK sees a request, the caller is read from the Bearer token and the request is
 throttled, as on every /v1 route: the same authentication class, the same throttles, the
-same environment rule, and their refusals in SPEC section 2's JSON (a 401 with its
+same environment rule, and their refusals in the JSON of docs/api.md#errors (a 401 with its
 `WWW-Authenticate` challenge, naming where the resource's OAuth metadata is, RFC 9728).
 The caller then travels in the ASGI scope to the handlers.
 
-Before that, the two checks against DNS rebinding (SPEC section 8, and the transport
+Before that, the two checks against DNS rebinding (docs/api.md#mcp, and the transport
 specification's "servers MUST validate the Origin header"): `Host` through Django's own
 ALLOWED_HOSTS check, answered as Django answers it on every other route (400), and a
 present `Origin` against MCP_ALLOWED_ORIGINS (403); SDK clients send no Origin and pass.
@@ -18,8 +18,8 @@ Then the body, read here (within the SDK's own size limit) and handed on to it u
 is held to agents.protocols.mcp_server.envelope: bounded echoed fields, storable text.
 
 Stateless: every POST stands alone (no `Mcp-Session-Id`), so the web tier keeps no state
-of its own and any worker of any host can answer any request, as DESIGN asks. Answers are
-SSE, so progress notifications reach the client while the agent runs.
+of its own and any worker of any host can answer any request (docs/architecture.md#decisions).
+Answers are SSE, so progress notifications reach the client while the agent runs.
 
 The SDK's session manager needs a running task group, which it normally gets from the ASGI
 lifespan; our servers run with the lifespan off (`make run`), so each event loop starts

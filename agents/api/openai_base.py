@@ -1,4 +1,4 @@
-"""The OpenAI-compatible base, `/v1/openai` (SPEC section 7): what the OpenAI SDKs call
+"""The OpenAI-compatible base, `/v1/openai` (docs/api.md#openai): what the OpenAI SDKs call
 with `base_url=".../v1/openai"`.
 
 `GET models` lists the agents the caller may invoke as OpenAI models (an agent's name is

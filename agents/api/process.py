@@ -1,9 +1,9 @@
 """POST /v1/agents/{agentId}/versions/{versionId}/process: the agent API protocol
-(seeds/agent-api-protocol.txt, SPEC section 4).
+(seeds/agent-api-protocol.txt, docs/api.md#process).
 
 `stream` (default true) answers server-sent events, one protocol object each; otherwise
 one response object. Every error leaves in the protocol's style, a response with
-`status: failed` and `error {code, message}`, under the status code of SPEC section 2.
+`status: failed` and `error {code, message}`, under the status code of docs/api.md#errors.
 """
 
 from __future__ import annotations

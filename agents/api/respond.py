@@ -1,4 +1,4 @@
-"""respond (SPEC section 4): the evaluation platform's agent HTTP contract
+"""respond (docs/api.md#respond): the evaluation platform's agent HTTP contract
 (agents.protocols.respond) over the shared collecting path.
 
 The same invocation as `invoke`, another encoder: every message of the turn (assistant

@@ -1,4 +1,4 @@
-"""Runs and threads (SPEC section 7): what each invocation did."""
+"""Runs and threads (docs/api.md#runs): what each invocation did."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Request and answer bodies of the agents API (SPEC sections 1 and 3)."""
+"""Request and answer bodies of the agents API (docs/api.md#agents-and-versions)."""
 
 from __future__ import annotations
 

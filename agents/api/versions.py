@@ -1,4 +1,4 @@
-"""Versions of an agent (SPEC section 3): list, add, get, and the latest of many."""
+"""Versions of an agent (docs/api.md#agents-and-versions): list, add, get, the latest of many."""
 
 from __future__ import annotations
 

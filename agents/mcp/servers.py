@@ -1,4 +1,4 @@
-"""The MCP server registry (SPEC section 5): reads and writes, and what a run needs of it
+"""The MCP server registry (docs/api.md#mcp-servers): reads and writes, and what a run needs of it
 (agents.runs.mcp_servers builds a run's servers from it).
 
 A server belongs to one environment, or to all (no environment: global). READ on the

@@ -1,4 +1,4 @@
-"""Version aliases (SPEC section 7) and their history, which the database keeps append-only."""
+"""Version aliases (docs/api.md#aliases) and their history, which the database keeps append-only."""
 
 import django.db.models.deletion
 import django.db.models.functions.text

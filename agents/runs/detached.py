@@ -7,7 +7,7 @@ consumed from it can no longer reach the database (asgiref refuses: "ThreadSensi
 has exited"), so it was never recorded and stayed `in_progress`. Here a run is handed to
 the process's runner: one thread with an event loop of its own, in which each run is
 consumed to its end by a task started in a fresh context, with a database thread of the
-runner's (DESIGN, the run path: in the embedded mode a thread pool stands in for the
+runner's (docs/architecture.md#decisions: in the embedded mode a thread pool stands in for the
 workers). At most DETACHED_RUNS_CONCURRENCY run at once; the others wait their turn,
 beating (agents.runs.live) so their leases hold, cancelable.
 

@@ -1,4 +1,4 @@
-"""No run is left `in_progress` (SPEC section 7): whatever stops it, something closes it.
+"""No run is left `in_progress` (docs/api.md#run-status): whatever stops it, something closes it.
 
 - The stream ends, the client leaves, anything breaks: `recorded_events` records it.
 - The stream never starts (the client left before the first byte, while the view was

@@ -45,7 +45,7 @@ from agents.models import Run, RunStatus
 logger = logging.getLogger(__name__)
 
 # A cancel reaches a run within this (and a statement's time) wherever it runs: the 2 s
-# SPEC section 8 promises, with room for a loaded machine.
+# docs/api.md#run-status promises, with room for a loaded machine.
 CANCEL_POLL_SECONDS = 0.25
 
 

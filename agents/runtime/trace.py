@@ -83,7 +83,7 @@ class Step:
             self._ended = {"latencyMs": self.elapsed_ms(), "status": status, **fields}
 
     def record(self, parent: int | None = None) -> dict[str, Any]:
-        """The step as SPEC section 7 lists it; `parent`, the position of the step it ran
+        """The step as docs/api.md#run-steps lists it; `parent`, the position of the step it ran
         inside (a nested task agent's steps name their tool call)."""
         ended = self._ended or {"latencyMs": self.elapsed_ms(), "status": "canceled"}
         nested = {} if parent is None else {"parent": parent}

@@ -1,6 +1,6 @@
 from django.db import migrations
 
-# SPEC section 4: the catalog every deployment ships.
+# docs/api.md#guardrails: the catalog every deployment ships.
 GUARDRAILS = [
     ("HAIP-Profanity", "Filters profane language from inputs and outputs"),
     ("HAIP-Insults-High", "Filters insulting content with high sensitivity"),

@@ -1,4 +1,4 @@
-"""Bad input on every route of SPEC sections 1–3: each answer is JSON in section 2's shape,
+"""Bad input on every route of docs/api.md up to #configs: each answer is JSON as #errors has it,
 never a 500, and a refused write leaves no row behind."""
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def world(owner: Any, make_agent: Callable[..., Agent]) -> World:
 
 
 def assert_error(response: Any, status: int, loc: list[Any] | None = None) -> Any:
-    """SPEC section 2: JSON with `detail`, a list of located errors for a 400."""
+    """docs/api.md#errors: JSON with `detail`, a list of located errors for a 400."""
     assert response.status_code == status, response.content[:500]
     assert response["Content-Type"].startswith(JSON)
     detail = response.json()["detail"]
@@ -473,7 +473,8 @@ def test_largest_offset_and_limit_are_accepted(world: World, route: Route) -> No
 
 @routes(LIST_ROUTES)
 def test_empty_query_values_mean_the_defaults(world: World, route: Route) -> None:
-    # SPEC writes the list URL as `?offset=0&limit=50&agentType=&name=`: empty is "not given".
+    # The list URL `?offset=0&limit=50&agentType=&name=` (docs/api.md#pagination): empty is
+    # "not given".
     url = f"{route.url(world.agent.pk)}?offset=&limit=&agentType=&name="
     response = world.send(route, url=url)
     assert response.status_code == 200, response.content

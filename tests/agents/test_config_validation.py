@@ -1,4 +1,4 @@
-"""SPEC section 3's config rules through the API: every refusal is a 400 naming the path
+"""The config rules of docs/api.md#configs through the API: every refusal is a 400 naming the path
 of the bad field, and what is accepted is stored camelCase with every default filled in."""
 
 from __future__ import annotations

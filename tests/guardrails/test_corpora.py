@@ -14,7 +14,7 @@ from guardrails.engines.base import Detector
 
 CORPORA = Path(__file__).parent / "corpora"
 
-# The catalog's rows and their engine_config (SPEC section 4).
+# The catalog's rows and their engine_config (docs/api.md#guardrails).
 CATALOG: dict[str, dict[str, str]] = {
     "HAIP-Profanity": {"detector": "profanity"},
     "HAIP-Insults-High": {"detector": "insults", "sensitivity": "high"},

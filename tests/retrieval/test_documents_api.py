@@ -1,5 +1,6 @@
-"""The documents API (SPEC section 5): upload as JSON or a file, status, list, delete, search,
-with the environment's permissions (READ, CREATE, DELETE) and nothing across environments."""
+"""The documents API (docs/api.md#documents): upload as JSON or a file, status, list,
+delete, search, with the environment's permissions (READ, CREATE, DELETE) and nothing across
+environments."""
 
 from __future__ import annotations
 

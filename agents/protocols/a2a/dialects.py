@@ -1,7 +1,7 @@
 """The two dialects of A2A's JSON-RPC binding that one endpoint answers, told apart by the
 method's name: the current specification's (1.0: `SendMessage`, protobuf JSON, as the SDK's
-client speaks by default) and 0.3's (`message/send`, `kind`-tagged objects, as SPEC
-section 7 and most deployed clients name them)."""
+client speaks by default) and 0.3's (`message/send`, `kind`-tagged objects, as
+docs/api.md#a2a and most deployed clients name them)."""
 
 from __future__ import annotations
 

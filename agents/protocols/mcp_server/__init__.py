@@ -1,4 +1,4 @@
-"""The platform as an MCP server (SPEC section 7): `/v1/mcp`, streamable HTTP, Bearer token.
+"""The platform as an MCP server (docs/api.md#mcp): `/v1/mcp`, streamable HTTP, Bearer token.
 
 Every agent of the token's environment that the caller may INVOKE is one tool:
 

@@ -1,2 +1,2 @@
-"""The native protocol (SPEC section 4): invoke, invoke-stream, invoke-task,
+"""The native protocol (docs/api.md#invoke): invoke, invoke-stream, invoke-task,
 invoke-task-stream."""

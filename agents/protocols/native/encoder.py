@@ -1,4 +1,4 @@
-"""The native wire format (SPEC section 4): a response object, or NDJSON lines."""
+"""The native wire format (docs/api.md#invoke, #invoke-stream): a response object or NDJSON."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from agents.runtime.events import (
 SCHEMA_PREFIX = "Invoke"
 
 
-# The answer of `invoke` and `invoke-task` (SPEC section 4), for the OpenAPI document: the
+# The answer of `invoke` and `invoke-task` (docs/api.md#invoke), for the OpenAPI document: the
 # encoder (response_body below) writes it.
 class OutputText(CamelModel):
     type: Literal["output_text"]

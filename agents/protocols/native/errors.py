@@ -1,4 +1,4 @@
-"""How the native routes answer a run that failed: SPEC section 2's body."""
+"""How the native routes answer a run that failed: the body of docs/api.md#errors."""
 
 from __future__ import annotations
 

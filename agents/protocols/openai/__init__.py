@@ -1,4 +1,4 @@
-"""OpenAI's chat completions semantics, for `/v1/openai` (SPEC section 8): what the
+"""OpenAI's chat completions semantics, for `/v1/openai` (docs/api.md#openai): what the
 OpenAI SDKs and the agent frameworks built on them (openai-agents, LangChain, pydantic-ai)
 read, unlike the seed's layout (agents.protocols.chat_completions), which shows every
 message of the turn.

@@ -1,2 +1,2 @@
-"""The admin playground's protocol (SPEC section 7): one turn a request, NDJSON back with
+"""The admin playground's protocol (docs/api.md#playground): one turn a request, NDJSON back with
 everything the runtime did (tool results included), for a page to show as it happens."""

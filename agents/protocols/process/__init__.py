@@ -9,7 +9,7 @@ messages and their results `function_call_output` messages, each carrying one da
 (`FunctionCall` / `FunctionCallOutput`). Every streamed object carries a
 `sequence_number`, 0, 1, 2, … without gaps.
 
-Where the document is silent (decisions, see also SPEC section 4):
+Where the document is silent (decisions, see also docs/api.md#process):
 - `sequence_number` is an integer: the document types it `str` on BaseResponse but asks
   for it to order events; the base `Event` it inherits from is not shown.
 - Every message the agent produces has role `assistant` (the document's roles have no

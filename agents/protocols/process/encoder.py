@@ -205,7 +205,7 @@ class ProcessEncoder:
 
 def whole_answer(events: list[RuntimeEvent]) -> list[RuntimeEvent]:
     """The events of a non-streaming answer. When a guardrail blocked the output, the
-    answer is its message alone (SPEC section 4), not the text released before it."""
+    answer is its message alone (docs/api.md#guardrails), not the text released before it."""
     done = events[-1]
     if not isinstance(done, ResponseCompleted) or done.intervention is None:
         return events

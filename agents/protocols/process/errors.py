@@ -1,5 +1,5 @@
 """How the process protocol refuses: a response with `status: failed` and `error {code,
-message}`, under the status code of SPEC section 2 (a failed run's: the shared map)."""
+message}`, under the status code of docs/api.md#errors (a failed run's: the shared map)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from agents.protocols.process.models import AgentResponse, Error, RunStatus, dum
 
 __all__ = ["ERROR_CODES", "error_message", "error_response", "failure_status"]
 
-# The protocol's error codes for the refusals of SPEC section 2.
+# The protocol's error codes for the refusals of docs/api.md#errors.
 ERROR_CODES = {
     400: "invalid_request",
     401: "unauthenticated",
@@ -37,7 +37,7 @@ def error_response(code: str, message: str, session_id: str | None = None) -> di
 
 
 def error_message(detail: Any) -> str:
-    """SPEC section 2's `detail` (a string, or located items) as one message."""
+    """An error body's `detail` (docs/api.md#errors) (a string, or located items) as one message."""
     if isinstance(detail, list):
         items = []
         for item in detail:

@@ -55,7 +55,7 @@ class ContentType(StrEnum):
 
 
 class _Model(BaseModel):
-    # Unknown keys are refused (SPEC section 2), as on every other route.
+    # Unknown keys are refused (docs/api.md#conventions), as on every other route.
     model_config = ConfigDict(extra="forbid")
 
 

@@ -1,5 +1,5 @@
 """The invoke routes end to end: three model backends, the example agents, and a reader of
-NDJSON streams that checks every line against SPEC section 4.
+NDJSON streams that checks every line against docs/api.md#invoke-stream.
 
 Backends: `offline` (LLM_OFFLINE, the local model), `bedrock` (the real boto3 against the
 fake Bedrock) and `openai` (the real `openai` SDK against the fake OpenAI server). A test
@@ -36,7 +36,7 @@ PROVIDERS = ("offline", "bedrock", "openai")
 FAKES = ("bedrock", "openai")
 MODELS = {"bedrock": "anthropic.claude-3-haiku-20240307-v1:0", "openai": "openai/gpt-4o-mini"}
 
-# ---------------------------------------------------------------- SPEC section 4 as schemas
+# ---------------------------------------------------------------- docs/api.md#invoke as schemas
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
 USAGE: dict[str, Any] = {
@@ -143,7 +143,7 @@ RESPONSE_OBJECT: dict[str, Any] = {
     "required": ["object", "id", "createdAt", "model", "output", "usage"],
     "additionalProperties": False,
 }
-# customOutputs of a RAG agent ("RAG outputs" of SPEC section 4).
+# customOutputs of a RAG agent (docs/api.md#rag-outputs).
 SOURCE_NODE: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -162,7 +162,7 @@ HALLUCINATION_CHECK: dict[str, Any] = {
     "properties": {
         "grounded": {"type": "boolean"},
         "score": {"type": "number", "minimum": 0, "maximum": 1},
-        # Not in SPEC: set when the first answer failed the check and was generated again.
+        # Not in the seed spec: set when the first answer failed the check and was generated again.
         "regenerated": {"type": "boolean"},
     },
     "required": ["grounded", "score"],
@@ -253,7 +253,7 @@ class Answer:
 
 def invoke(client: APIClient, agent: Agent, route: str, body: dict[str, Any]) -> Answer:
     """POST to an invoke route of the agent's latest version; streams are read whole and
-    checked line by line, successful answers checked against SPEC section 4."""
+    checked line by line, successful answers checked against docs/api.md#invoke."""
     url = f"/v1/agents/{agent.pk}/versions/latest/{route}"
     response = client.post(url, body, format="json")
     assert response.status_code != 500, response.content

@@ -1,4 +1,4 @@
-"""Version aliases (SPEC section 7): set, moved and deleted with EDIT, listed with READ, kept
+"""Version aliases (docs/api.md#aliases): set, moved and deleted with EDIT, listed with READ, kept
 in a history; resolved by every route that names a version, and by `name@alias`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The non-streaming answer object of SPEC section 4, and what every answer carries."""
+"""The non-streaming answer object of docs/api.md#invoke, and what every answer carries."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Answers that the OpenAPI document described wrongly, checked against the document as
-served: a structured-output agent's invoke (the bare object SPEC section 4 asks for) and
+served: a structured-output agent's invoke (the bare object docs/api.md#invoke asks for) and
 the `process` stream's events (each `data` one protocol object)."""
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def test_task_agent_renders_its_prompt_and_answers_to_its_output_schema(
     )
 
     assert answer.status == 200
-    # SPEC section 4: invoke-task answers the response object (only a tool agent's
+    # docs/api.md#invoke: invoke-task answers the response object (only a tool agent's
     # structured_output answers with the bare object), and a stream carries the answer.
     if not stream:
         assert answer.body.get("object") == "response", answer.body

@@ -1,4 +1,4 @@
-"""Failures after the run began (SPEC section 4): a stream ends with response.failed, a
+"""Failures after the run began (docs/api.md#run-failures): a stream ends with response.failed, a
 non-streaming call answers 502 (504 on a timeout); the run is failed either way."""
 
 from __future__ import annotations
@@ -159,8 +159,8 @@ def test_tool_agent_whose_task_agent_was_deleted_never_answers_500(
     assert owner_client.delete(f"/v1/agents/{task.pk}").status_code == 200
     ask = {"messages": [{"role": "user", "content": 'Summarise "Kettles boil water."'}]}
 
-    # SPEC 2: never a 500 for what a client can do; SPEC 4: a stream ends with
-    # response.completed or response.failed (`invoke` checks both).
+    # docs/api.md#errors: never a 500 for what a client can do; docs/api.md#invoke-stream:
+    # a stream ends with response.completed or response.failed (`invoke` checks both).
     answer = invoke(owner_client, agent, "invoke-stream" if stream else "invoke", ask)
 
     no_run_in_progress()

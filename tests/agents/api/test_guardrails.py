@@ -1,4 +1,4 @@
-"""Guardrails end to end (SPEC section 4): input blocked before any model call, output
+"""Guardrails end to end (docs/api.md#guardrails): input blocked before any model call, output
 blocked before the client sees it, the run records the intervention."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Privacy between callers of one agent (SPEC section 7): threads and runs belong to their
+"""Privacy between callers of one agent (docs/api.md#runs): threads and runs belong to their
 caller, AUDIT reads everyone's, and INVOKE alone invokes without reading the config."""
 
 from __future__ import annotations

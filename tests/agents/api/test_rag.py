@@ -1,4 +1,4 @@
-"""RAG agents end to end (SPEC sections 3 and 4, "RAG outputs"): a small corpus ingested for
+"""RAG agents end to end (docs/api.md#configs, #rag-outputs): a small corpus ingested for
 the default environment, then retrieve ▸ prompt ▸ answer through invoke and invoke-stream on
 every backend, the request's retrieval overrides, environments, the hallucination check,
 multihop query refinement, and the `rag` tool of a tool agent.
@@ -142,7 +142,8 @@ def rag_agent(make_agent: Any, backend: Backend | None = None, **config: Any) ->
 
 
 def outputs(answer: Answer) -> dict[str, Any]:
-    """customOutputs of the body or of the stream's completed line, checked against SPEC."""
+    """customOutputs of the body or of the stream's completed line, checked against
+    docs/api.md#rag-outputs."""
     assert answer.status == 200, answer.body
     if answer.streamed:
         found = answer.lines[-1]["response"].get("customOutputs")
@@ -428,7 +429,7 @@ def test_bad_overrides_are_refused_with_their_path(
     assert item["msg"]
     no_run_in_progress()
     if loc[-1] == "hxqlQuery":
-        # SPEC section 5: a bad query is refused naming the position; the run opened, failed.
+        # docs/api.md#hxql: a bad query is refused naming the position; the run opened, failed.
         assert item["type"] == "value_error"
         assert "at position" in item["msg"]
         [run] = Run.objects.filter(agent=agent)

@@ -1,4 +1,4 @@
-"""Refusals before the first byte (SPEC sections 2 and 4): status codes and error bodies,
+"""Refusals before the first byte (docs/api.md#errors, #invocation): status codes and error bodies,
 never a 500, and never a run left in progress."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ ASK = {"messages": [{"role": "user", "content": "What is 3x5?"}]}
 
 
 def validation_items(answer: Answer) -> list[dict[str, Any]]:
-    """The items of a SPEC section 2 validation error, each checked for its shape."""
+    """The items of a validation error (docs/api.md#errors), each checked for its shape."""
     assert answer.status == 400, answer.body
     assert set(answer.body) == {"detail"}
     items = answer.body["detail"]

@@ -1,4 +1,4 @@
-"""No run is left `in_progress` (SPEC section 7).
+"""No run is left `in_progress` (docs/api.md#run-status).
 
 Against the platform in real uvicorn processes (tests/live.py): clients that leave at
 random points, before the first byte included, and servers killed with SIGKILL

@@ -1,4 +1,4 @@
-"""Run steps end to end (SPEC section 7): what a run did, in order, as `GET /v1/runs/{id}`
+"""Run steps end to end (docs/api.md#run-steps): what a run did, in order, as `GET /v1/runs/{id}`
 answers it: model calls, tool calls, retrievals and the guardrails that intervened."""
 
 from __future__ import annotations

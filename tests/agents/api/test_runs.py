@@ -1,4 +1,4 @@
-"""Run records of invocations (SPEC section 5): filters, and who may see them."""
+"""Run records of invocations (docs/api.md#runs): filters, and who may see them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Threads (SPEC section 5): earlier turns load before the new messages; isolation."""
+"""Threads (docs/api.md#threads): earlier turns load before the new messages; isolation."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def test_a_thread_is_invisible_from_another_environment_or_without_read(
     assert client_for(stranger).get("/v1/threads/t-2").status_code == 404
     assert client_for(outsider).get("/v1/threads/t-2").status_code == 404
 
-    # READ on the environment does not open another caller's thread (SPEC section 7) ...
+    # READ on the environment does not open another caller's thread (docs/api.md#threads) ...
     reader = UserFactory(username="reader")
     grant(reader, Action.READ, env)
     assert client_for(reader).get("/v1/threads/t-2").status_code == 404

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible base `/v1/openai` (SPEC section 7): the official `openai` SDK,
+"""The OpenAI-compatible base `/v1/openai` (docs/api.md#openai): the official `openai` SDK,
 unmodified, with `base_url=".../v1/openai"`, against a live uvicorn."""
 
 from __future__ import annotations

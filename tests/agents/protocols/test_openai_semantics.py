@@ -1,4 +1,4 @@
-"""`/v1/openai` speaks OpenAI's semantics (SPEC section 8): the encoder's stream, read back
+"""`/v1/openai` speaks OpenAI's semantics (docs/api.md#openai): the encoder's stream, read back
 by the OpenAI SDK's own accumulator, is the message the whole answer carries; the agent's
 tool activity travels only in `agentbuilder` objects; the client's tools, `tool_choice`
 and `parallel_tool_calls` against a live server, on the offline model and on the fake

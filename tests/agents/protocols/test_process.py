@@ -552,7 +552,7 @@ def test_a_blocked_output_never_reaches_the_client(
     assert data_of(reply, 1)["guardrail"]["stage"] == "output"
     if stream:  # what passed the guard was already sent; the block follows it
         assert text_of(reply) == "All good so far. " + DEFAULT_BLOCKED_OUTPUT
-    else:  # SPEC section 4: the answer is the guardrail's message
+    else:  # docs/api.md#guardrails: the answer is the guardrail's message
         assert text_of(reply) == DEFAULT_BLOCKED_OUTPUT
 
 

@@ -1,5 +1,5 @@
 """Runs that outlive their request, followed and canceled from any process (issue 24,
-SPEC section 8): against the platform in real uvicorn processes on one test database
+docs/api.md#a2a): against the platform in real uvicorn processes on one test database
 (tests/live.py), driven by the `a2a-sdk` client, the model a fake OpenAI server.
 
 - Non-blocking A2A sends run to their end, owned by the process (agents.runs.detached).

@@ -1,4 +1,4 @@
-"""Every agent as an A2A agent (SPEC section 7): the `a2a-sdk` client, unmodified (its card
+"""Every agent as an A2A agent (docs/api.md#a2a): the `a2a-sdk` client, unmodified (its card
 resolver, its client factory, its JSON-RPC transports of both protocol versions), against a
 live uvicorn serving the project's ASGI app on 127.0.0.1."""
 

@@ -1,4 +1,4 @@
-"""A2A 1.0 in full (SPEC section 8) through the `a2a-sdk` client, unmodified, against a live
+"""A2A 1.0 in full (docs/api.md#a2a) through the `a2a-sdk` client, unmodified, against a live
 uvicorn on 127.0.0.1: one card shape per dialect, ListTasks and its pages, the
 push-notification config methods (-32003), the extended card, messageId and -32005, and
 A2A_PUBLIC_CARDS."""

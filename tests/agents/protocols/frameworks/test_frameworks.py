@@ -1,4 +1,4 @@
-"""Agent frameworks over `/v1/openai` (SPEC section 8), installed from the registries and
+"""Agent frameworks over `/v1/openai` (docs/api.md#openai), installed from the registries and
 used as their documentation shows, against a live uvicorn: the OpenAI Agents SDK,
 LangChain's ChatOpenAI and pydantic-ai.
 

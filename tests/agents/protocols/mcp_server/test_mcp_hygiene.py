@@ -1,5 +1,5 @@
-"""/v1/mcp's checks against DNS rebinding and its OAuth challenge (SPEC section 8, "MCP
-hygiene"), against a live uvicorn serving agentbuilder.asgi:application: a `Host` outside
+"""/v1/mcp's checks against DNS rebinding and its OAuth challenge (docs/api.md#mcp),
+against a live uvicorn serving agentbuilder.asgi:application: a `Host` outside
 ALLOWED_HOSTS is refused as on every other route, a present `Origin` outside
 MCP_ALLOWED_ORIGINS is 403, SDK clients (no Origin) are served, and the 401 names the
 resource's metadata so the `mcp` SDK's OAuth client goes looking for it.

@@ -1,4 +1,4 @@
-"""The MCP server at /v1/mcp (SPEC section 7, agents.protocols.mcp_server): the `mcp` SDK's
+"""The MCP server at /v1/mcp (docs/api.md#mcp, agents.protocols.mcp_server): the `mcp` SDK's
 own client, unmodified, against a live uvicorn serving agentbuilder.asgi:application.
 
 Both eras of the protocol are exercised: `ClientSession` with the `initialize` handshake
