@@ -4,13 +4,12 @@ the run's headers."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 
 from django.http import StreamingHttpResponse
 
+from agents.runs.pacing import paced
 from agents.runs.start import Invocation
 from agents.runs.stream import collected_events, recorded_events
 from agents.runtime.events import Event
@@ -45,8 +44,8 @@ def streamed(
                         yield frame
                 return
             interval, beat = keepalive
-            async with aclosing(_paced(events, interval)) as paced:
-                async for paced_event in paced:
+            async with aclosing(paced(events, interval)) as beats:
+                async for paced_event in beats:
                     if paced_event is None:
                         yield beat
                         continue
@@ -57,34 +56,3 @@ def streamed(
     for name, value in run_headers(invocation, stream=True).items():
         response[name] = value
     return response
-
-
-async def _next(events: AsyncIterator[Event]) -> Event:
-    return await anext(events)
-
-
-async def _paced(
-    events: AsyncIterator[Event], interval: float
-) -> AsyncGenerator[Event | None, None]:
-    """The events, and None each time `interval` seconds pass without one. The run is
-    never cancelled by the wait: the next event is awaited in a task of its own."""
-    pending: asyncio.Task[Event] | None = None
-    try:
-        while True:
-            if pending is None:
-                pending = asyncio.create_task(_next(events))
-            done, _ = await asyncio.wait({pending}, timeout=interval)
-            if not done:
-                yield None
-                continue
-            task, pending = pending, None
-            try:
-                event = task.result()
-            except StopAsyncIteration:
-                return
-            yield event
-    finally:
-        if pending is not None:  # the client went away: stop the run, let it record so
-            pending.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                await pending

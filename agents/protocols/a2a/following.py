@@ -9,10 +9,9 @@ store no terminal event, end with their status).
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncGenerator
-from contextlib import suppress
+from contextlib import aclosing
 
 from a2a.types import a2a_pb2 as pb
 
@@ -27,7 +26,8 @@ from agents.protocols.a2a.encoder import (
 )
 from agents.runs.event_codec import event_from_json
 from agents.runs.event_log import run_events_follow
-from agents.runtime.events import Event, ResponseCompleted, ResponseCreated, ResponseFailed
+from agents.runs.pacing import paced
+from agents.runtime.events import ResponseCompleted, ResponseCreated, ResponseFailed
 from agents.runtime.failures import FailureCode
 
 
@@ -67,29 +67,16 @@ class Following:
         silence), then how it ended if no event said it."""
         follower = run_events_follow(self.run_id, after=self.seen)
         ended = False
-        pending: asyncio.Future[tuple[int, Event]] | None = None
-        try:
-            while True:
-                if pending is None:
-                    pending = asyncio.ensure_future(anext(follower))
-                done, _ = await asyncio.wait({pending}, timeout=keepalive)
-                if not done:
+        async with aclosing(paced(follower, keepalive)) as beats:
+            async for item in beats:
+                if item is None:
                     yield None
                     continue
-                task, pending = pending, None
-                try:
-                    _, event = task.result()
-                except StopAsyncIteration:
-                    break
+                _, event = item
                 if isinstance(event, ResponseCreated):
                     continue  # the opening task said it
                 ended = isinstance(event, ResponseCompleted | ResponseFailed)
                 yield event
-        finally:
-            if pending is not None:
-                pending.cancel()
-                with suppress(asyncio.CancelledError, StopAsyncIteration):
-                    await pending
         if ended:
             return
         if follower.status == RunStatus.CANCELED:

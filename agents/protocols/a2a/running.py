@@ -45,6 +45,8 @@ class RunningTask:
     async def events(self, keepalive: float | None = None) -> AsyncGenerator[Update | None, None]:
         """The run's updates; with `keepalive`, None each time it is silent that long.
         Closing this early (the client left) cancels the run."""
+        # Not agents.runs.pacing.paced: that awaits the next update ahead of the consumer,
+        # and the queue's task_done must wait until the request has encoded this one.
         try:
             while True:
                 try:
