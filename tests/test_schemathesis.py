@@ -61,14 +61,15 @@ COLLECT = os.environ.get("SCHEMATHESIS_COLLECT") == "1"
 SCENARIOS = int(os.environ.get("SCHEMATHESIS_SCENARIOS", "25"))
 SCENARIO_STEPS = int(os.environ.get("SCHEMATHESIS_SCENARIO_STEPS", "6"))
 # positive_data_acceptance stays off where a schema-valid body is still refused by rules
-# that JSON Schema cannot state (each a 400 at the path of the field, as SPEC section 2 asks):
+# that JSON Schema cannot state, each a 400 at the path of the field (docs/api.md#errors):
 # a config's model id, function, guardrail, MCP server and task agent must exist in the
-# catalogs and the environment, and its schemas and template must hold together (SPEC 3); a
-# conversation must be one a model takes (a tool result answers a call, `model` names an
-# agent of the caller's, task `inputs` fit the agent's inputSchema, an HxQL query parses,
-# guardrails are in the catalog; SPEC 4, 5); an MCP server's URL must pass the network policy;
-# an alias names a version the agent has; a document's file must be of a readable type;
-# the token endpoint's fields go together by grant type. Reads and deletes keep it.
+# catalogs and the environment, and its schemas and template must hold together
+# (docs/api.md#configs); a conversation must be one a model takes (a tool result answers a
+# call, `model` names an agent of the caller's, task `inputs` fit the agent's inputSchema,
+# an HxQL query parses, guardrails are in the catalog: docs/api.md#invocation); an MCP
+# server's URL must pass the network policy; an alias names a version the agent has; a
+# document's file must be of a readable type; the token endpoint's fields go together by
+# grant type. Reads and deletes keep it.
 SEMANTIC_WRITES = [
     "POST /v1/auth/token",
     "POST /v1/agents",

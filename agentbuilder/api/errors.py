@@ -33,7 +33,7 @@ class ErrorDetailItem(BaseModel):
 
 
 class ErrorBody(BaseModel):
-    """SPEC section 2's error body, for the OpenAPI document: a message, or (400) the
+    """The error body (docs/api.md#errors), for the OpenAPI document: a message, or (400) the
     located problems."""
 
     detail: str | list[ErrorDetailItem]

@@ -7,7 +7,7 @@ the agent API protocol's body), and documents request bodies as pydantic seriali
 Here a name shared by two project classes is qualified by its module (or the
 SCHEMA_PREFIX its module declares), a request body is
 documented as pydantic validates it, and the error responses are added by operation kind
-(SPEC section 2) in one place rather than in every view's `extend_schema`.
+(docs/api.md#errors) in one place rather than in every view's `extend_schema`.
 """
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def query_parameters(model: type[BaseModel], **descriptions: str) -> list[OpenAp
     their constraints, so that the document allows exactly what the view does."""
     schema = model.model_json_schema(mode="validation", ref_template=REF_TEMPLATE)
     required = set(schema.get("required", ()))
-    # A list route reads `?name=` as no filter (SPEC writes `?agentType=&name=`): say so.
+    # A list route reads `?name=` as no filter (docs/api.md#pagination): say so.
     empty_is_absent = issubclass(model, PageQuery)
     parameters = []
     for name, field in schema["properties"].items():
@@ -219,7 +219,7 @@ class AutoSchema(openapi.AutoSchema):
     wrong type (415); one on an object or an environment may be forbidden (403) or find
     nothing (404). A view says what its domain adds: `conflicts` (409 on writes) and
     `upstream` (502, 504: it waits on a model or an MCP server). The body is the one its
-    view's exception handler writes, `error_schema` (SPEC section 2's by default)."""
+    view's exception handler writes, `error_schema` (docs/api.md#errors by default)."""
 
     def get_operation(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
         operation: dict[str, Any] | None = super().get_operation(*args, **kwargs)
@@ -252,7 +252,7 @@ class AutoSchema(openapi.AutoSchema):
         )
         if status in (404, 413) and body is not ErrorBody:
             # The body-size middleware refuses by Content-Length before any view runs, in
-            # SPEC section 2's shape; a body that lied about its length meets the view's.
+            # docs/api.md#errors' shape; a body that lied about its length meets the view's.
             # A path no route matches (an empty id: `/v1/agents//versions/1/process`) is
             # the API's 404, before any view too.
             native = self._get_response_for_code(ErrorBody, str(status), ["application/json"])

@@ -52,7 +52,7 @@ class AgentCreate(CamelModel):
     agent_type: AgentTypeName
     version_label: str = Field("", max_length=100)
     notes: str = Field("", max_length=10_000)
-    config: ConfigBody = Field(description="The config of the agent type (SPEC section 3).")
+    config: ConfigBody = Field(description="The config of the agent type (docs/api.md#configs).")
 
 
 class AgentPatch(CamelModel):

@@ -67,7 +67,7 @@ class InvokeResponse(CamelModel):
 
 class StructuredOutput(RootModel[dict[str, Any]]):
     """A tool agent's `structured_output` answer: the object its schema validated, as the
-    whole body (SPEC section 4), told from a response object by not being one."""
+    whole body (docs/api.md#invoke), told from a response object by not being one."""
 
     model_config = ConfigDict(
         json_schema_extra={

@@ -184,7 +184,7 @@ for _schema in (*LINE_SCHEMAS.values(), RESPONSE_OBJECT, RAG_OUTPUTS):
 
 def check(instance: Any, schema: dict[str, Any]) -> None:
     errors = list(jsonschema.Draft202012Validator(schema).iter_errors(instance))
-    assert not errors, f"{instance} breaks SPEC: " + "; ".join(
+    assert not errors, f"{instance} breaks docs/api.md: " + "; ".join(
         f"{e.json_path}: {e.message}" for e in errors
     )
 

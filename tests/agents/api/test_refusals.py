@@ -39,7 +39,8 @@ def failed_run_named(answer: Answer, agent: Agent) -> Run:
     assert run.status == "failed"
     assert run.error is not None
     assert run.completed_at is not None
-    assert answer.headers.get("X-Run-Id") == str(run.pk), "SPEC 4: every answer carries X-Run-Id"
+    # docs/api.md#invocation: every answer carries X-Run-Id.
+    assert answer.headers.get("X-Run-Id") == str(run.pk)
     return run
 
 
