@@ -10,6 +10,7 @@ completed turn's client calls) as objects, tuples as arrays.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import re
 import types
 import typing
@@ -69,6 +70,8 @@ def _from(hint: Any, value: Any) -> Any:
         return None
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return _dataclass_from(hint, value)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint(value)  # a failure's code: its member, not the string it was stored as
     origin = typing.get_origin(hint)
     if origin is tuple:
         item = typing.get_args(hint)[0]

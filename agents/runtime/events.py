@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from agents.llm.base import Usage
 from agents.runtime.failures import FailureCode
@@ -42,6 +42,23 @@ class ToolResult:
     is_error: bool = False
 
 
+class GuardrailVerdict(TypedDict):
+    action: str
+    name: str
+    stage: Stage
+
+
+class CustomOutputs(TypedDict, total=False):
+    """What a run adds to its answer besides the text (`customOutputs` on the native API,
+    `custom_outputs` on chat completions; docs/api.md#rag-outputs): a RAG agent's sources,
+    mode and hallucination check, a blocking guardrail's verdict."""
+
+    sourceNodes: list[dict[str, Any]]
+    ragMode: str
+    hallucinationCheck: dict[str, Any]
+    guardrail: GuardrailVerdict
+
+
 @dataclass(frozen=True)
 class Intervention:
     """A guardrail that blocked the run: its message replaced the answer."""
@@ -51,7 +68,7 @@ class Intervention:
     message: str
     action: str = "BLOCKED"
 
-    def custom_outputs(self) -> dict[str, Any]:
+    def custom_outputs(self) -> CustomOutputs:
         return {"guardrail": {"action": self.action, "name": self.name, "stage": self.stage}}
 
 
@@ -64,7 +81,7 @@ class ResponseCompleted:
     # A tool agent's structured_output answer *is* the object: the native API answers with
     # it alone (the source document's PersonExtractor). A task agent's stays a message.
     object_answer: bool = False
-    custom_outputs: dict[str, Any] = field(default_factory=dict)
+    custom_outputs: CustomOutputs = field(default_factory=lambda: CustomOutputs())
     # The final answer as the client gets it: the object of an object answer, else the text
     # of the final message (what was released of it, or `text`). The runtime sets it; left
     # out, it is worked out from the fields above.

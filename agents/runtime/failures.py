@@ -27,10 +27,7 @@ class FailureCode(StrEnum):
     INTERNAL_ERROR = "internal_error"  # a bug: logged with its traceback
 
     @classmethod
-    def stored(cls, code: object) -> FailureCode:
-        """The code of a run's stored error as this version reads it: one it does not know
-        (written by another version) is an internal error, not a crash of the reader."""
-        try:
-            return cls(str(code))
-        except ValueError:
-            return cls.INTERNAL_ERROR
+    def _missing_(cls, value: object) -> FailureCode:
+        """A code this version does not know (a stored run's, written by another version)
+        reads as an internal error rather than crashing the reader."""
+        return cls.INTERNAL_ERROR

@@ -22,7 +22,7 @@ from agents.llm.base import (
     ToolSpec,
 )
 from agents.runtime.depth import CallDepth
-from agents.runtime.events import Event, ResponseCompleted, TextDelta
+from agents.runtime.events import CustomOutputs, Event, ResponseCompleted, TextDelta
 from agents.runtime.failures import FailureCode
 from agents.runtime.guard import screen_nodes
 from agents.runtime.model_step import StepResult, model_request, model_step
@@ -61,7 +61,7 @@ async def run_rag_agent(
         nodes = await _refine(spec, config, question, nodes, meter, retrieve)
     nodes = await screen_nodes(run_input.guardrails, nodes, meter.trace)
     request = _request(spec, config, run_input, question, nodes)
-    outputs: dict[str, Any] = {"sourceNodes": [n.source_node() for n in nodes], "ragMode": "normal"}
+    outputs: CustomOutputs = {"sourceNodes": [n.source_node() for n in nodes], "ragMode": "normal"}
     if not config.enable_hallucination_check:
         step = StepResult()
         async for delta in model_step(spec, request, meter, step, stream=True):

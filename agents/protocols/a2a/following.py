@@ -83,7 +83,7 @@ class Following:
             yield Canceled()
         else:  # failed without its event: interrupted (the sweep), or it could not be read
             error = follower.error or {}
-            code = FailureCode.stored(error.get("code", FailureCode.INTERRUPTED))
+            code = FailureCode(error.get("code", FailureCode.INTERRUPTED))
             yield ResponseFailed(code, error.get("message", ""))
 
 

@@ -159,7 +159,7 @@ class ProcessEncoder:
 
     def _answer(self, done: ResponseCompleted) -> list[dict[str, Any]]:
         """The final assistant message: the streamed text, or the structured object."""
-        extra = done.custom_outputs or None
+        extra = dict(done.custom_outputs) or None
         if done.structured is not None:
             parts: list[TextContent | DataContent] = [DataContent(data=done.structured)]
             if extra:

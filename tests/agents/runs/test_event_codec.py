@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import typing
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -22,6 +22,7 @@ from agents.runtime.events import (
     ToolCall,
     ToolResult,
 )
+from agents.runtime.failures import FailureCode
 
 CALL = ToolCall("call-1", "multiply", '{"a": 12, "b": 11}')
 EXAMPLES: list[Event] = [
@@ -83,3 +84,11 @@ def test_a_field_the_writer_did_not_know_takes_its_default() -> None:
 def test_an_unknown_type_is_refused() -> None:
     with pytest.raises(UnknownEvent):
         event_from_json({"type": "response_paused"})
+
+
+def test_a_failures_code_reads_back_as_its_member() -> None:
+    stored = event_json(ResponseFailed(FailureCode.CANCELED, "the run was canceled"))
+    assert cast(ResponseFailed, event_from_json(stored)).code is FailureCode.CANCELED
+    # One another version wrote and this one does not know: an internal error, read.
+    later = {**stored, "code": "budget_exceeded_someday"}
+    assert cast(ResponseFailed, event_from_json(later)).code is FailureCode.INTERNAL_ERROR

@@ -34,4 +34,4 @@ def test_a_code_is_its_wire_string() -> None:
     ],
 )
 def test_a_stored_code_is_read_back(stored: object, read: FailureCode) -> None:
-    assert FailureCode.stored(stored) is read
+    assert FailureCode(stored) is read
