@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Iterable, Sequence
 
 from agents.runtime.events import (
     Event,
@@ -24,6 +23,7 @@ from agents.runtime.events import (
     ToolCall,
 )
 from agents.runtime.spec import Meter
+from agents.runtime.steps import ContextSource, GuardrailStep
 from agents.runtime.trace import Step, Trace, cut
 from guardrails.engines.base import Stage
 from guardrails.engines.rules import Rule
@@ -48,7 +48,7 @@ class Guard:
         texts = [t for t in texts if t.strip()]
         if not rules or not texts:
             return None
-        step = Step("guardrail", {})
+        step = Step("guardrail")
         verdicts = await asyncio.gather(
             *(rule.engine.acheck(text, stage) for rule in rules for text in texts)
         )
@@ -57,7 +57,7 @@ class Guard:
                 rule = rules[index // len(texts)]
                 intervention = Intervention(rule.name, stage, rule.message(stage))
                 if self.trace is not None:  # only checks that intervened are steps
-                    step.end("completed", name=rule.name, stage=stage, action=intervention.action)
+                    step.end("completed", GuardrailStep(rule.name, stage, intervention.action))
                     self.trace.add(step)
                 return intervention
         return None
@@ -68,7 +68,7 @@ DROPPED_EXCERPT = 512  # bytes of a dropped passage or tool result the trace kee
 
 async def screen_context(
     rules: Sequence[Rule],
-    items: Sequence[tuple[str, Mapping[str, Any]]],
+    items: Sequence[tuple[str, ContextSource]],
     trace: Trace | None,
     action: str,
 ) -> list[str | None]:
@@ -78,7 +78,7 @@ async def screen_context(
     context_rules = [r for r in rules if "context" in r.stages]
     if not context_rules or not items:
         return [None] * len(items)
-    steps = [Step("guardrail", {}) for _ in items]
+    steps = [Step("guardrail") for _ in items]
     verdicts = await asyncio.gather(
         *(rule.engine.acheck(text, "context") for text, _ in items for rule in context_rules)
     )
@@ -88,13 +88,9 @@ async def screen_context(
         rule = next((r for r, v in zip(context_rules, mine, strict=True) if v.blocked), None)
         found.append(None if rule is None else rule.name)
         if rule is not None and trace is not None:
+            excerpt = cut(text, DROPPED_EXCERPT)
             steps[index].end(
-                "completed",
-                name=rule.name,
-                stage="context",
-                action=action,
-                **where,
-                text=cut(text, DROPPED_EXCERPT),
+                "completed", GuardrailStep(rule.name, "context", action, where, excerpt)
             )
             trace.add(steps[index])
     return found
@@ -104,7 +100,7 @@ async def screen_nodes(rules: Sequence[Rule], nodes: list[Node], trace: Trace | 
     """The retrieved passages that no context-stage guardrail blocks: the others reach
     neither the model nor the answer's sources."""
     where = [
-        {"source": "retrieval", "chunkId": str(n.chunk_id), "docId": str(n.document_id)}
+        ContextSource("retrieval", chunk_id=str(n.chunk_id), doc_id=str(n.document_id))
         for n in nodes
     ]
     blocked = await screen_context(

@@ -20,6 +20,7 @@ from agents.llm.base import (
 )
 from agents.runtime.events import TextDelta
 from agents.runtime.spec import AgentSpec, Meter
+from agents.runtime.steps import ModelCallStep
 
 
 def model_request(
@@ -62,13 +63,7 @@ async def model_step(
     """Run one call; yields its text as deltas when `stream`, fills `result` as it goes.
     The call is a step of the run's trace, however it ends."""
     usage = Usage()
-    step = meter.trace.start(
-        "model_call",
-        model=spec.model,
-        tokensUsage=usage.as_dict(),
-        timeToFirstTokenMs=None,
-        stopReason=None,
-    )
+    step = meter.trace.start("model_call", ModelCallStep(spec.model, usage.as_dict()))
     first: int | None = None
     status = "failed"
     parts: list[str] = []
@@ -95,10 +90,6 @@ async def model_step(
         status = "canceled"  # closed by a guardrail's block, or the client went away
         raise
     finally:
-        step.end(
-            status,
-            tokensUsage=usage.as_dict(),
-            timeToFirstTokenMs=first,
-            stopReason=result.stop_reason if status == "completed" else None,
-        )
+        stop = result.stop_reason if status == "completed" else None
+        step.end(status, ModelCallStep(spec.model, usage.as_dict(), first, stop))
     result.text = "".join(parts)

@@ -11,6 +11,7 @@ from agents.llm.base import Message, Provider, ToolSpec, Usage
 from agents.mcp.types import McpEndpoint
 from agents.runtime.depth import CallDepth
 from agents.runtime.failures import FailureCode
+from agents.runtime.steps import RetrievalStep
 from agents.runtime.trace import Trace
 from guardrails.engines.rules import Rule
 from retrieval.nodes import Node
@@ -35,7 +36,7 @@ class Retriever:
             return nodes
         finally:
             hits = [{k: v for k, v in n.source_node().items() if k != "text"} for n in nodes]
-            step.end(status, query=query, hxqlQuery=self.hxql_query, hits=hits)
+            step.end(status, RetrievalStep(query, self.hxql_query, hits))
 
 
 @dataclass(frozen=True)

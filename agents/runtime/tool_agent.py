@@ -37,6 +37,7 @@ from agents.runtime.failures import FailureCode
 from agents.runtime.guard import screen_context, withheld
 from agents.runtime.model_step import StepResult, model_request, model_step
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput, ToolChoice
+from agents.runtime.steps import ContextSource, ToolCallStep
 from agents.runtime.tools.base import Outcome, Tool, execute, schema_problems
 from agents.runtime.tools.toolset import build_tools
 from agents.runtime.trace import Trace, cut
@@ -189,9 +190,11 @@ async def _run_calls(
         step = trace.start("tool_call")
         with trace.within(step):
             outcome = await execute(tools.get(call.name), call.name, call.arguments)
-        said = {"error" if outcome.is_error else "result": cut(outcome.content)}
-        status = "failed" if outcome.is_error else "completed"
-        step.end(status, name=call.name, arguments=cut(call.arguments), **said)
+        said, arguments = cut(outcome.content), cut(call.arguments)
+        if outcome.is_error:
+            step.end("failed", ToolCallStep(call.name, arguments, error=said))
+        else:
+            step.end("completed", ToolCallStep(call.name, arguments, result=said))
         return await _screened(outcome, call, rules, trace)
 
     return list(await asyncio.gather(*(one(c) for c in calls)))
@@ -204,7 +207,7 @@ async def _screened(
     tool call's own step keeps what the tool said, for whoever reads the trace."""
     if outcome.is_error:  # our own words about a failed call, not the tool's text
         return outcome
-    where = {"source": "tool_result", "tool": call.name, "callId": call.call_id}
+    where = ContextSource("tool_result", tool=call.name, call_id=call.call_id)
     [rule] = await screen_context(rules, [(outcome.content, where)], trace, "REPLACED")
     if rule is None:
         return outcome

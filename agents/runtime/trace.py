@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from agents.runtime.steps import StepDetail, step_json
+
 MAX_BYTES = 4096  # of a tool call's arguments, result or error, as UTF-8
 
 
@@ -34,9 +36,9 @@ class Trace:
 
     _started: list[Step] = field(default_factory=list)
 
-    def start(self, kind: str, **fields: Any) -> Step:
-        """A step begun now; `fields` are what it reports if it never ends."""
-        step = Step(kind, fields)
+    def start(self, kind: str, detail: StepDetail | None = None) -> Step:
+        """A step begun now; `detail` is what it reports if it never ends."""
+        step = Step(kind, detail)
         self.add(step)
         return step
 
@@ -67,9 +69,9 @@ class Step:
     """One step timed on the monotonic clock. A step the run left unfinished (a guardrail
     closed the model's stream, the client went away) is reported `canceled`."""
 
-    def __init__(self, kind: str, fields: dict[str, Any]) -> None:
+    def __init__(self, kind: str, detail: StepDetail | None = None) -> None:
         self.kind = kind
-        self.fields = fields
+        self.detail = detail
         self.started_at = datetime.now(UTC)
         self._start = time.monotonic()
         self._ended: dict[str, Any] | None = None
@@ -78,9 +80,9 @@ class Step:
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self._start) * 1000)
 
-    def end(self, status: str, **fields: Any) -> None:
+    def end(self, status: str, detail: StepDetail) -> None:
         if self._ended is None:
-            self._ended = {"latencyMs": self.elapsed_ms(), "status": status, **fields}
+            self._ended = {"latencyMs": self.elapsed_ms(), "status": status, **step_json(detail)}
 
     def record(self, parent: int | None = None) -> dict[str, Any]:
         """The step as docs/api.md#run-steps lists it; `parent`, the position of the step it ran
@@ -90,7 +92,7 @@ class Step:
         return {
             "type": self.kind,
             "startedAt": self.started_at.isoformat().replace("+00:00", "Z"),
-            **self.fields,
+            **(step_json(self.detail) if self.detail is not None else {}),
             **nested,
             **ended,
         }

@@ -6,6 +6,13 @@ from __future__ import annotations
 import asyncio
 
 from agents.runtime.guard import Guard
+from agents.runtime.steps import (
+    ContextSource,
+    GuardrailStep,
+    ModelCallStep,
+    ToolCallStep,
+    step_json,
+)
 from agents.runtime.trace import MAX_BYTES, Trace, cut
 from tests.agents.runtime.test_guard import WordDetector, rule
 
@@ -19,12 +26,12 @@ def test_cut_keeps_short_text_and_never_splits_a_character() -> None:
 
 def test_steps_keep_their_start_order_and_an_unfinished_one_is_canceled() -> None:
     trace = Trace()
-    first = trace.start("tool_call", name="slow")
-    second = trace.start("tool_call", name="fast")
-    trace.start("model_call", model="m")
-    second.end("completed", result="2")
-    first.end("failed", error="boom")
-    first.end("completed")  # a step ends once
+    first = trace.start("tool_call", ToolCallStep("slow", "{}"))
+    second = trace.start("tool_call", ToolCallStep("fast", "{}"))
+    trace.start("model_call", ModelCallStep("m", {}))
+    second.end("completed", ToolCallStep("fast", "{}", result="2"))
+    first.end("failed", ToolCallStep("slow", "{}", error="boom"))
+    first.end("completed", ToolCallStep("slow", "{}", result="late"))  # a step ends once
 
     steps = trace.steps
     assert [(s["type"], s.get("name"), s["status"]) for s in steps] == [
@@ -51,4 +58,23 @@ def test_the_guard_traces_only_the_check_that_blocked() -> None:
         "name": "Words",
         "stage": "output",
         "action": "BLOCKED",
+    }
+
+
+def test_a_step_is_written_in_camel_case_without_what_it_did_not_report() -> None:
+    source = ContextSource("tool_result", tool="lookup", call_id="c1")
+    assert step_json(GuardrailStep("Injection", "context", "REPLACED", source)) == {
+        "name": "Injection",
+        "stage": "context",
+        "action": "REPLACED",
+        "source": "tool_result",
+        "tool": "lookup",
+        "callId": "c1",
+    }
+    # A model call reports no first token as null: it had none.
+    assert step_json(ModelCallStep("m", {"input_tokens": 1})) == {
+        "model": "m",
+        "tokensUsage": {"input_tokens": 1},
+        "timeToFirstTokenMs": None,
+        "stopReason": None,
     }
