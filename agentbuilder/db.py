@@ -9,8 +9,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
+import psycopg
 from asgiref.sync import sync_to_async
-from django.db import connection
+from django.db import IntegrityError, connection
 from django.db.models import Model
 from django.db.models.sql import InsertQuery
 
@@ -200,3 +201,12 @@ def _insert_into(model: type[Model]) -> tuple[str, list[Any]]:
     columns = ", ".join(quote(str(field.column)) for field in fields)
     # Names from the model's metadata; every value is a parameter.
     return f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES", fields
+
+
+def unique_violation(exc: IntegrityError, constraint: str) -> bool:
+    """Whether `exc` is PostgreSQL refusing a row that unique constraint `constraint` forbids
+    (and not another constraint, whose refusal means something else)."""
+    cause = exc.__cause__
+    return isinstance(cause, psycopg.errors.UniqueViolation) and (
+        cause.diag.constraint_name == constraint
+    )

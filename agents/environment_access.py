@@ -10,7 +10,7 @@ from django.db.models import Q, QuerySet
 
 from agents.models import Environment
 from agents.permissions import Action, environments_with, in_environments_with, may_change_row
-from agents.selectors import environment_resolve
+from agents.selectors.environments import environment_resolve
 
 # What adding, changing and deleting an environment-scoped row needs.
 WRITE = Action.EDIT

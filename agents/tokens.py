@@ -17,7 +17,7 @@ from django.utils.crypto import salted_hmac
 
 from agentbuilder.db import columns_sql, one_row
 from agents.models import APIClient, Environment
-from agents.selectors import DEFAULT_ENVIRONMENT
+from agents.selectors.environments import DEFAULT_ENVIRONMENT
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def token_holder(claims: Claims) -> Any | None:
 
     The same statement reads the token's environment (its claim, else `default`), which
     nearly every request resolves next: `user.token_environment`, None when it is gone
-    (agents.selectors.environment_resolve then says so)."""
+    (agents.selectors.environments.environment_resolve then says so)."""
     users = get_user_model()
     params = [_claimed_environment(claims), DEFAULT_ENVIRONMENT, claims.user_id]
     shapes = (users, ("client__", APIClient), ("env__", Environment))

@@ -234,8 +234,8 @@ def bench_data(*, callers: int, config: dict[str, Any] = ONE_TOOL_CONFIG) -> Ben
 
     from agents.models import Environment
     from agents.permissions import Action, grant
-    from agents.selectors import DEFAULT_ENVIRONMENT
-    from agents.services import agent_create
+    from agents.selectors.environments import DEFAULT_ENVIRONMENT
+    from agents.services.agents import agent_create
     from agents.tokens import token_encode
 
     users = get_user_model()

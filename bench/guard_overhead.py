@@ -252,7 +252,7 @@ def guard_cpu(window: int, repeat: int = 40) -> dict[str, float]:
     from agents.runtime.events import Event, ResponseCompleted, TextDelta
     from agents.runtime.guard import Guard, guard_output
     from agents.runtime.spec import Meter
-    from agents.selectors import DEFAULT_ENVIRONMENT
+    from agents.selectors.environments import DEFAULT_ENVIRONMENT
     from guardrails.selectors import guardrail_rules
 
     environment = Environment.objects.get(name=DEFAULT_ENVIRONMENT)

@@ -108,7 +108,7 @@ def load(db: Database, specs: list[DocumentSpec], rows: list[ChunkRow]) -> tuple
     from django.db import connection
 
     from agents.models import Environment
-    from agents.selectors import DEFAULT_ENVIRONMENT
+    from agents.selectors.environments import DEFAULT_ENVIRONMENT
     from retrieval.models import Chunk, DocumentStatus
 
     environment = Environment.objects.get(name=DEFAULT_ENVIRONMENT)

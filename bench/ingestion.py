@@ -266,7 +266,7 @@ def empty_tables() -> None:
 def upload_all(uploads: list[Upload]) -> tuple[list[Any], float, float]:
     """Upload every document; their ids, when the first upload began, the loop's seconds."""
     from agents.models import Environment
-    from agents.selectors import DEFAULT_ENVIRONMENT
+    from agents.selectors.environments import DEFAULT_ENVIRONMENT
     from retrieval.services import document_create
 
     environment = Environment.objects.get(name=DEFAULT_ENVIRONMENT)

@@ -251,7 +251,7 @@ def measure(db: Database, count: int, rounds: int) -> int:
     from django.db import connection
 
     from agents.models import Environment
-    from agents.selectors import DEFAULT_ENVIRONMENT
+    from agents.selectors.environments import DEFAULT_ENVIRONMENT
 
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE retrieval_chunk, retrieval_document")

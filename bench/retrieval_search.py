@@ -303,7 +303,7 @@ def build(db: Database, specs: list[DocumentSpec], rows: list[ChunkRow]) -> tupl
     from django.db import connection
 
     from agents.models import Environment
-    from agents.selectors import DEFAULT_ENVIRONMENT
+    from agents.selectors.environments import DEFAULT_ENVIRONMENT
     from retrieval.models import Chunk, Document, DocumentStatus
 
     result = Build()

@@ -159,7 +159,8 @@ def _floor_start(*, holder: bool = True) -> str:
     from django.db import connection
 
     from agents.models import Run
-    from agents.selectors import DEFAULT_ENVIRONMENT, _invoke_sql
+    from agents.runs.lookup import _invoke_sql
+    from agents.selectors.environments import DEFAULT_ENVIRONMENT
     from agents.tokens import _holder_sql
 
     run_id = uuid.uuid4()

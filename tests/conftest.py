@@ -15,7 +15,7 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from agents.models import Agent, Environment
 from agents.permissions import Action, grant
-from agents.services import agent_create
+from agents.services.agents import agent_create
 from agents.tokens import token_encode
 from tests.factories import CONFIGS, EnvironmentFactory, UserFactory
 from tests.live import restore_serialized_rows

@@ -23,7 +23,8 @@ from rest_framework.test import APIClient
 
 from agents.models import Agent, AgentVersion, Environment, VersionAlias
 from agents.permissions import Action, grant
-from agents.services import alias_set
+from agents.services.aliases import alias_set
+from agents.services.api_clients import api_client_create
 from agents.tokens import token_encode
 from tests.conftest import client_for
 from tests.factories import CALCULATOR_CONFIG, UserFactory
@@ -542,7 +543,6 @@ ADMIN_URL = {
 @pytest.fixture
 def admin_world(env: Environment, make_agent: Any) -> AdminWorld:
     from agents.models import McpServer
-    from agents.services import api_client_create
     from guardrails.models import Guardrail
 
     other = Environment.objects.create(name=OTHER)

@@ -16,7 +16,6 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from guardian.admin import GuardedModelAdmin, ReinforcedGuardedModelAdminMixin
 
-from agents import selectors, services
 from agents.admin.aliases import aliases_page
 from agents.admin.compare import compare_page
 from agents.admin.config_editor import ConfigEditorWidget, check_view, schema_view
@@ -32,6 +31,10 @@ from agents.admin.playground import PlaygroundStreamView, playground_page
 from agents.examples import TEMPLATES
 from agents.models import Agent, AgentType, AgentVersion, Environment
 from agents.permissions import Action, agents_with, environments_with, may_flag
+from agents.selectors.agents import agent_get
+from agents.services.agents import agent_create, agent_delete, agent_update
+from agents.services.config_check import config_validate
+from agents.services.versions import version_add
 
 
 class AgentFieldsForm(ServiceForm):
@@ -62,7 +65,7 @@ class AgentAddForm(AgentFieldsForm):
         self.fields["config"].widget = ConfigEditorWidget(add=True)
 
     def apply(self, data: dict[str, Any]) -> Agent:
-        agent, _ = services.agent_create(
+        agent, _ = agent_create(
             user=self.user,
             environment=data["environment"],
             name=data["name"],
@@ -97,16 +100,16 @@ class AgentChangeForm(AgentFieldsForm):
 
     def apply(self, data: dict[str, Any]) -> Agent:
         old = self.instance
-        agent = selectors.agent_get(
+        agent = agent_get(
             user=self.user, environment=old.environment, agent_id=old.pk, action=Action.EDIT
         )
         fields = ("name", "display_name", "description")
         changes = {f: data[f] for f in fields if data[f] != getattr(agent, f)}
         if changes:
-            agent = services.agent_update(user=self.user, agent=agent, changes=changes)
+            agent = agent_update(user=self.user, agent=agent, changes=changes)
         config = data["config"] if self._config_changed(agent, data["config"]) else None
         if config is not None or data["version_label"] or data["notes"]:
-            services.version_add(
+            version_add(
                 user=self.user,
                 agent=agent,
                 config=config,
@@ -120,7 +123,7 @@ class AgentChangeForm(AgentFieldsForm):
     def _config_changed(self, agent: Agent, config: Any) -> bool:
         # Compared in stored form, so dropping a key that only restated a default adds no
         # version; validating here also reports errors before anything is written.
-        stored = services.config_validate(
+        stored = config_validate(
             user=self.user,
             environment=agent.environment,
             agent_type=agent.agent_type,
@@ -327,11 +330,11 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
         return super().response_change(request, obj)
 
     def delete_model(self, request: HttpRequest, obj: Agent) -> None:
-        services.agent_delete(user=request.user, agent=obj)
+        agent_delete(user=request.user, agent=obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
         for agent in queryset:
-            services.agent_delete(user=request.user, agent=agent)
+            agent_delete(user=request.user, agent=agent)
 
     def get_deleted_objects(
         self, objs: Iterable[Agent], request: HttpRequest

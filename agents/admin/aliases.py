@@ -18,9 +18,10 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from agentbuilder.errors import DomainError, Invalid
-from agents import selectors, services
 from agents.models import Agent
 from agents.permissions import Action, agents_with
+from agents.selectors.aliases import alias_history, alias_list
+from agents.services.aliases import alias_delete, alias_roll_back, alias_set
 
 HISTORY_SHOWN = 50
 
@@ -63,7 +64,7 @@ def aliases_page(site: AdminSite, request: HttpRequest, object_id: str) -> HttpR
         "original": agent,
         "agent": agent,
         "aliases": _aliases(agent),
-        "history": selectors.alias_history(agent=agent)[:HISTORY_SHOWN],
+        "history": alias_history(agent=agent)[:HISTORY_SHOWN],
         "form": form,
         "may_edit": may_edit,
     }
@@ -84,13 +85,13 @@ def _agent(user: Any, object_id: str, action: Action) -> Agent:
 def _aliases(agent: Agent) -> list[dict[str, Any]]:
     """Each alias with the version a roll back would return it to (None: it has none)."""
     previous: dict[str, int | None] = {}
-    for change in selectors.alias_history(agent=agent):
+    for change in alias_history(agent=agent):
         key = change.name.lower()
         if key not in previous:  # the newest change of each alias
             previous[key] = change.from_version.number if change.from_version else None
     return [
         {"alias": alias, "previous": previous.get(alias.name.lower())}
-        for alias in selectors.alias_list(agent=agent)
+        for alias in alias_list(agent=agent)
     ]
 
 
@@ -104,7 +105,7 @@ def _apply(request: HttpRequest, agent: Agent) -> tuple[bool, PromoteForm]:
             if not form.is_valid():
                 return False, form
             name, number = form.cleaned_data["name"], form.cleaned_data["version"]
-            alias = services.alias_set(
+            alias = alias_set(
                 user=request.user,
                 agent=agent,
                 name=name,
@@ -114,13 +115,13 @@ def _apply(request: HttpRequest, agent: Agent) -> tuple[bool, PromoteForm]:
             )
             messages.success(request, f"'{alias.name}' now runs v{number}.")
         elif action == "rollback":
-            alias = services.alias_roll_back(
+            alias = alias_roll_back(
                 user=request.user, agent=agent, name=request.POST.get("name", ""), name_loc=()
             )
             messages.success(request, f"'{alias.name}' rolled back to v{alias.version.number}.")
         elif action == "delete":
             name = request.POST.get("name", "")
-            services.alias_delete(user=request.user, agent=agent, name=name, name_loc=())
+            alias_delete(user=request.user, agent=agent, name=name, name_loc=())
             messages.success(request, f"Alias '{name}' deleted.")
         else:
             messages.error(request, "Unknown action.")

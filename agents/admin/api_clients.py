@@ -11,7 +11,6 @@ from guardian.shortcuts import get_perms
 
 from agentbuilder.errors import PermissionDenied
 from agentbuilder.scoped_admin import EnvironmentScopedAdmin, writable
-from agents import services
 from agents.admin.forms import (
     ServiceForm,
     form_for_user,
@@ -19,6 +18,7 @@ from agents.admin.forms import (
 )
 from agents.models import APIClient, Environment
 from agents.permissions import Action, environments_with
+from agents.services.api_clients import IssuedClient, api_client_create
 
 
 class APIClientAddForm(ServiceForm):
@@ -30,7 +30,7 @@ class APIClientAddForm(ServiceForm):
         required=False,
         help_text="Granted to the client on the environment, so for every agent in it.",
     )
-    issued: services.IssuedClient | None = None
+    issued: IssuedClient | None = None
 
     class Meta:
         model = APIClient
@@ -54,9 +54,7 @@ class APIClientAddForm(ServiceForm):
                 f"You cannot grant {', '.join(missing)} in environment '{environment.name}': "
                 "you do not hold it there."
             )
-        self.issued = services.api_client_create(
-            name=data["name"], environment=environment, actions=actions
-        )
+        self.issued = api_client_create(name=data["name"], environment=environment, actions=actions)
         return self.issued.client
 
 

@@ -16,10 +16,11 @@ from django.template.response import TemplateResponse
 from django.utils.safestring import SafeString
 
 from agentbuilder.errors import Invalid, NotFound
-from agents import selectors
 from agents.admin.forms import config_text
 from agents.models import Agent, AgentVersion
 from agents.permissions import Action, agents_with
+from agents.selectors.aliases import alias_list
+from agents.selectors.versions import version_get
 
 CONTEXT_LINES = 3
 
@@ -41,9 +42,7 @@ def compare_page(site: AdminSite, request: HttpRequest, object_id: str) -> Templ
         "original": agent,
         "agent": agent,
         "versions": versions,
-        "aliases": [
-            {"name": a.name, "number": a.version.number} for a in selectors.alias_list(agent=agent)
-        ],
+        "aliases": [{"name": a.name, "number": a.version.number} for a in alias_list(agent=agent)],
         "a_ref": a_ref,
         "b_ref": b_ref,
         "errors": [e for e in (a_error, b_error) if e],
@@ -68,7 +67,7 @@ def _readable(user: Any, object_id: str) -> Agent:
 
 def _version(agent: Agent, ref: str) -> tuple[AgentVersion | None, str]:
     try:
-        return selectors.version_get(agent=agent, ref=ref), ""
+        return version_get(agent=agent, ref=ref), ""
     except (NotFound, Invalid) as exc:
         return None, f"{ref}: {exc}"
 

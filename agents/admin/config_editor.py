@@ -15,13 +15,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from agentbuilder.errors import DomainError, Invalid
-from agents import selectors, services
 from agents.configs import CONFIG_MODELS
 from agents.examples import TEMPLATES
 from agents.mcp.servers import mcp_server_list
 from agents.models import AgentType, Environment
 from agents.permissions import environments_visible
 from agents.runtime.tools.functions import REGISTRY
+from agents.selectors.agents import agent_list
+from agents.selectors.catalog import model_list
+from agents.services.config_check import config_validate
 from guardrails.selectors import guardrail_list
 
 # ---------------------------------------------------------------- the schema
@@ -36,7 +38,7 @@ def editor_schema(*, user: Any, environment: Environment, agent_type: str) -> di
     """`config_schema` with what this environment offers as choices: model ids, function
     names, guardrails, MCP servers and task agents, so the editor completes them."""
     schema = copy.deepcopy(config_schema(agent_type))
-    models = list(selectors.model_list(agent_type=agent_type).values_list("pk", flat=True))
+    models = list(model_list(agent_type=agent_type).values_list("pk", flat=True))
     guardrails = list(guardrail_list(environment_id=environment.pk).values_list("name", flat=True))
     try:
         servers = list(
@@ -44,7 +46,7 @@ def editor_schema(*, user: Any, environment: Environment, agent_type: str) -> di
         )
     except DomainError:  # MCP servers are listed to READ; a creator may not hold it
         servers = []
-    tasks = selectors.agent_list(user=user, environment=environment, agent_type=AgentType.TASK)
+    tasks = agent_list(user=user, environment=environment, agent_type=AgentType.TASK)
     choices = {
         "llmModelId": _choices(models),
         "funcName": _choices(sorted(REGISTRY), {n: REGISTRY[n].description for n in REGISTRY}),
@@ -123,7 +125,7 @@ def check_view(request: HttpRequest) -> JsonResponse:
     environment = _environment(request, str(body.get("environment") or "") or None)
     agent_type = _agent_type(body.get("agentType"))
     try:
-        services.config_validate(
+        config_validate(
             user=request.user,
             environment=environment,
             agent_type=agent_type,

@@ -17,12 +17,12 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from agentbuilder.errors import DomainError, Invalid
-from agents import selectors
 from agents.configs import RagSettings, config_parse
 from agents.models import Agent, AgentType, Environment
 from agents.permissions import Action, agents_with, environments_with, require_on_environment
 from agents.rag import search_now, search_request
 from agents.runtime.rag_agent import context_str
+from agents.selectors.versions import version_get
 from retrieval.models import Document
 from retrieval.nodes import Node
 from retrieval.search import SearchRequest
@@ -125,7 +125,7 @@ class RetrievalForm(forms.Form):
 
 
 def _settings_of(agent: Agent) -> RagSettings:
-    version = selectors.version_get(agent=agent, ref="latest")
+    version = version_get(agent=agent, ref="latest")
     config = config_parse(agent.agent_type, version.config)
     assert isinstance(config, RagSettings)
     return config

@@ -25,7 +25,6 @@ from agentbuilder.api.paths import path_uuid
 from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid, NotFound
-from agents import selectors
 from agents.api.streaming import run_headers
 from agents.models import Agent, AgentType
 from agents.protocols.playground.encoder import PlaygroundEncoder
@@ -34,6 +33,9 @@ from agents.runs.request import RunRequest
 from agents.runs.start import Invocation, invocation_start
 from agents.runs.stream import recorded_events
 from agents.runtime.events import ResponseCompleted
+from agents.selectors.agents import agent_get_invocable
+from agents.selectors.aliases import alias_list
+from agents.selectors.versions import version_ref_parse
 from retrieval.selectors import document_titles
 
 PROTOCOL = "playground"
@@ -55,8 +57,7 @@ def playground_page(site: AdminSite, request: HttpRequest, object_id: str) -> Te
             "agentType": agent.agent_type,
             "versions": _versions(agent),
             "aliases": [
-                {"name": a.name, "number": a.version.number}
-                for a in selectors.alias_list(agent=agent)
+                {"name": a.name, "number": a.version.number} for a in alias_list(agent=agent)
             ],
             "streamUrl": reverse("admin:agents_agent_playground_stream", args=[agent.pk]),
             "runUrl": reverse("admin:agents_run_change", args=[NO_RUN]),
@@ -68,7 +69,7 @@ def playground_page(site: AdminSite, request: HttpRequest, object_id: str) -> Te
 
 def _invocable(user: Any, object_id: str) -> Agent:
     try:
-        return selectors.agent_get_invocable(user=user, agent_id=uuid.UUID(object_id))
+        return agent_get_invocable(user=user, agent_id=uuid.UUID(object_id))
     except (ValueError, NotFound):
         raise Http404("No agent you may invoke has this id.") from None
 
@@ -109,7 +110,7 @@ class PlaygroundStreamView(AsyncApiView):
     def _start(self, object_id: str) -> tuple[Invocation, PlaygroundRequest]:
         agent_id = path_uuid(object_id, "object_id", "an agent id")
         body = self.body(PlaygroundRequest)
-        agent = selectors.agent_get_invocable(user=self.request.user, agent_id=agent_id)
+        agent = agent_get_invocable(user=self.request.user, agent_id=agent_id)
         _check_version(body.version)
         is_task = agent.agent_type == AgentType.TASK
         if not is_task and not (body.message or "").strip():
@@ -131,7 +132,7 @@ class PlaygroundStreamView(AsyncApiView):
 
 def _check_version(ref: str) -> None:
     try:
-        selectors.version_ref_parse(ref)
+        version_ref_parse(ref)
     except Invalid as exc:
         raise Invalid.at(("body", "version"), exc.errors[0].msg) from None
 

@@ -15,7 +15,7 @@ from django.utils.safestring import SafeString
 from agents.admin.timeline import timeline
 from agents.models import Run, RunStatus
 from agents.runs.leases import runs_mark_failed
-from agents.selectors import runs_visible
+from agents.selectors.runs import runs_visible
 
 SUMMARY = (
     "agent_link",

@@ -71,7 +71,6 @@ from agentbuilder.api.parsers import RequestTooLarge, check_text
 from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
-from agents import selectors
 from agents.api.streaming import run_headers
 from agents.api.views import ENVIRONMENT
 from agents.configs import config_parse
@@ -108,6 +107,23 @@ from agents.runs.detached import run_detached
 from agents.runs.live import run_cancel
 from agents.runs.request import RunRequest, call_depth_of
 from agents.runs.start import CallTooDeep, Invocation, TemplateOverLimit, invocation_start
+from agents.selectors.agents import (
+    agent_get,
+    agent_get_by_name,
+    agent_get_to_invoke,
+    agent_id_by_name,
+    agent_list_invocable,
+    agent_list_public,
+)
+from agents.selectors.aliases import alias_list
+from agents.selectors.environments import environment_public
+from agents.selectors.runs import runs_visible
+from agents.selectors.versions import (
+    latest_versions,
+    version_get,
+    version_list,
+    version_ref_parse,
+)
 
 PROTOCOL = "a2a"
 ROUTE = "/v1/a2a"
@@ -134,11 +150,11 @@ def _agent_seen(view: AsyncApiView, name: str) -> Agent:
     """The agent `name` names if the caller may READ or INVOKE it (NotFound otherwise)."""
     user, environment = view.request.user, view.environment
     try:
-        return selectors.agent_get_by_name(
+        return agent_get_by_name(
             user=user, environment=environment, name=name, action=Action.INVOKE
         )
     except PermissionDenied:  # it may READ it: that is seeing it
-        return selectors.agent_get_by_name(user=user, environment=environment, name=name)
+        return agent_get_by_name(user=user, environment=environment, name=name)
 
 
 def _endpoint_url(request: Request, reference: str) -> str:
@@ -184,7 +200,7 @@ class _CardView(AsyncApiView):
             header = self.request.headers.get("X-Environment")
             if header is not None:  # as ApiView.environment: text PostgreSQL can compare
                 check_text(header, ("header", "X-Environment"))
-            return selectors.environment_public(reference=header)
+            return environment_public(reference=header)
         return self.environment
 
     @property
@@ -216,11 +232,11 @@ class A2AAgentListView(_CardView):
     def _list(self) -> dict[str, Any]:
         environment = self.card_environment
         agents = list(
-            selectors.agent_list_public(environment=environment)
+            agent_list_public(environment=environment)
             if self.public
-            else selectors.agent_list_invocable(user=self.request.user, environment=environment)
+            else agent_list_invocable(user=self.request.user, environment=environment)
         )
-        versions = selectors.latest_versions(agent_ids=[a.pk for a in agents])
+        versions = latest_versions(agent_ids=[a.pk for a in agents])
         cards = [
             card_json(_card(self.request, agent, versions[agent.pk], agent.name), self.dialect)
             for agent in agents
@@ -246,12 +262,12 @@ class A2AAgentCardView(_CardView):
     def _get(self, reference: str) -> dict[str, Any]:
         name, version_ref = _reference(reference)
         agent = self._public_agent(name) if self.public else _agent_seen(self, name)
-        version = selectors.version_to_run(agent=agent, ref=version_ref)
+        version = version_get(agent=agent, ref=version_ref)
         return card_json(_card(self.request, agent, version, reference), self.dialect)
 
     def _public_agent(self, name: str) -> Agent:
         environment = self.card_environment
-        agent_id = selectors.agent_id_by_name(environment=environment, name=name)
+        agent_id = agent_id_by_name(environment=environment, name=name)
         if agent_id is None:
             raise NotFound(f"Agent '{name}' in environment '{environment.name}' not found.")
         return Agent.objects.get(pk=agent_id)
@@ -261,7 +277,7 @@ def _reference(reference: str) -> tuple[str, str]:
     found = agent_reference(reference)
     if found is not None:
         try:
-            selectors.version_ref_parse(found[1])
+            version_ref_parse(found[1])
         except Invalid:
             pass
         else:
@@ -338,13 +354,11 @@ class A2AEndpointView(AsyncApiView):
         otherwise), and the agent if it may INVOKE it: the invoke routes' own check, whose
         statement is written once (agent_get_by_name's costs ~10 ms of CPU a call)."""
         user, environment = self.request.user, self.environment
-        agent_id = selectors.agent_id_by_name(environment=environment, name=name)
+        agent_id = agent_id_by_name(environment=environment, name=name)
         if agent_id is None:
             raise NotFound(f"Agent '{name}' in environment '{environment.name}' not found.")
         try:
-            agent = selectors.agent_get_to_invoke(
-                user=user, environment=environment, agent_id=agent_id
-            )
+            agent = agent_get_to_invoke(user=user, environment=environment, agent_id=agent_id)
         except PermissionDenied:  # it may READ it: it sees the endpoint, and its own tasks
             return agent_id, None
         return agent_id, agent
@@ -356,7 +370,7 @@ class A2AEndpointView(AsyncApiView):
         except ValueError:
             raise call.refusal(TaskNotFoundError(f"Task '{task_id}' not found")) from None
         run = (
-            selectors.runs_visible(user=self.request.user, environment=self.environment)
+            runs_visible(user=self.request.user, environment=self.environment)
             .filter(pk=run_id, agent_id=agent_id)
             .first()
         )
@@ -369,7 +383,7 @@ class A2AEndpointView(AsyncApiView):
         newest first by (started_at, id), in two queries (the count, the page)."""
         listing = call.listing
         assert listing is not None
-        runs = selectors.runs_visible(user=self.request.user, environment=self.environment)
+        runs = runs_visible(user=self.request.user, environment=self.environment)
         runs = runs.filter(agent_id=agent_id, protocol=PROTOCOL)
         if listing.context_id:
             runs = runs.filter(thread_id=listing.context_id)
@@ -401,12 +415,12 @@ class A2AEndpointView(AsyncApiView):
         self, agent_id: uuid.UUID, invocable: Agent | None, version_ref: str, reference: str
     ) -> pb.AgentCard:
         """The card of the endpoint's version with what this caller may call on the agent."""
-        agent = invocable or selectors.agent_get(
+        agent = invocable or agent_get(
             user=self.request.user, environment=self.environment, agent_id=agent_id
         )
-        version = selectors.version_to_run(agent=agent, ref=version_ref)
+        version = version_get(agent=agent, ref=version_ref)
         request = self.request
-        versions = list(selectors.version_list(agent=agent)[:EXTENDED_VERSIONS])
+        versions = list(version_list(agent=agent)[:EXTENDED_VERSIONS])
         view = {
             "canInvoke": invocable is not None,
             "versions": [
@@ -423,7 +437,7 @@ class A2AEndpointView(AsyncApiView):
                     "version": alias.version.number,
                     "url": _endpoint_url(request, f"{agent.name}@{alias.name}"),
                 }
-                for alias in selectors.alias_list(agent=agent)
+                for alias in alias_list(agent=agent)
             ],
         }
         return extended_card(_card(request, agent, version, reference), view)

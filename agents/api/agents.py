@@ -9,10 +9,12 @@ from rest_framework.response import Response
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import paginate
 from agentbuilder.api.views import ApiView, render
-from agents import selectors, services
 from agents.api import schemas as s
 from agents.api.views import AGENT_ID, ENVIRONMENT, AgentScopedView
 from agents.permissions import Action
+from agents.selectors.agents import agent_get_by_name, agent_list
+from agents.selectors.versions import version_get_by_label
+from agents.services.agents import agent_create, agent_delete, agent_update
 
 
 class AgentListView(ApiView):
@@ -29,7 +31,7 @@ class AgentListView(ApiView):
     )
     def get(self, request: Request) -> Response:
         query = self.query(s.AgentListQuery)
-        agents = selectors.agent_list(
+        agents = agent_list(
             user=request.user,
             environment=self.environment,
             agent_type=query.agent_type,
@@ -70,7 +72,7 @@ class AgentListView(ApiView):
     )
     def post(self, request: Request) -> Response:
         body = self.body(s.AgentCreate)
-        agent, version = services.agent_create(
+        agent, version = agent_create(
             user=request.user,
             environment=self.environment,
             name=body.name,
@@ -108,7 +110,7 @@ class AgentDetailView(AgentScopedView):
         agent = self._agent(agentId, Action.EDIT)
         body = self.body(s.AgentPatch)
         changes = body.model_dump(exclude_none=True, by_alias=False)
-        services.agent_update(user=request.user, agent=agent, changes=changes)
+        agent_update(user=request.user, agent=agent, changes=changes)
         return render(s.AgentOut.of(self._agent(agentId)))
 
     @extend_schema(
@@ -119,7 +121,7 @@ class AgentDetailView(AgentScopedView):
     )
     def delete(self, request: Request, agentId: str) -> Response:
         agent = self._agent(agentId, Action.DELETE)
-        services.agent_delete(user=request.user, agent=agent)
+        agent_delete(user=request.user, agent=agent)
         return render(s.DeletedAgent(agent_id=agent.pk))
 
 
@@ -134,10 +136,8 @@ class AgentLookupView(ApiView):
     )
     def post(self, request: Request) -> Response:
         body = self.body(s.AgentLookup)
-        agent = selectors.agent_get_by_name(
-            user=request.user, environment=self.environment, name=body.name
-        )
-        version = selectors.version_get_by_label(agent=agent, label=body.version_label)
+        agent = agent_get_by_name(user=request.user, environment=self.environment, name=body.name)
+        version = version_get_by_label(agent=agent, label=body.version_label)
         return render(
             s.AgentWithVersion(agent=s.AgentOut.of(agent), version=s.VersionOut.of(version))
         )

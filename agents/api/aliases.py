@@ -15,11 +15,12 @@ from rest_framework.response import Response
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import paginate
 from agentbuilder.api.views import render
-from agents import selectors, services
 from agents.api import schemas as s
 from agents.api.views import AGENT_ID, ENVIRONMENT, AgentScopedView
 from agents.models import ALIAS_PATTERN
 from agents.permissions import Action
+from agents.selectors.aliases import alias_history, alias_list
+from agents.services.aliases import alias_delete, alias_set
 
 ALIAS_NAME = OpenApiParameter(
     "name",
@@ -39,7 +40,7 @@ class AliasListView(AgentScopedView):
         tags=["aliases"],
     )
     def get(self, request: Request, agentId: str) -> Response:
-        aliases = selectors.alias_list(agent=self._agent(agentId))
+        aliases = alias_list(agent=self._agent(agentId))
         return render(s.AliasList(aliases=[s.AliasOut.of(a) for a in aliases]))
 
 
@@ -47,14 +48,14 @@ class _AliasWrites(AgentScopedView):
     def _set(self, agent_id: str, name: str) -> Response:
         agent = self._agent(agent_id, Action.EDIT)
         body = self.body(s.AliasSet)
-        alias = services.alias_set(
+        alias = alias_set(
             user=self.request.user, agent=agent, name=name, version_number=body.version
         )
         return render(s.AliasOut.of(alias))
 
     def _delete(self, agent_id: str, name: str) -> Response:
         agent = self._agent(agent_id, Action.EDIT)
-        services.alias_delete(user=self.request.user, agent=agent, name=name)
+        alias_delete(user=self.request.user, agent=agent, name=name)
         return Response(status=204)
 
 
@@ -98,7 +99,7 @@ class AliasHistoryView(AgentScopedView):
     def get(self, request: Request, agentId: str) -> Response:
         agent = self._agent(agentId)
         query = self.query(s.AliasHistoryQuery)
-        changes, pagination = paginate(selectors.alias_history(agent=agent, name=query.name), query)
+        changes, pagination = paginate(alias_history(agent=agent, name=query.name), query)
         return render(
             s.AliasHistory(changes=[s.AliasChangeOut.of(c) for c in changes], pagination=pagination)
         )

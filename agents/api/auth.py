@@ -10,9 +10,9 @@ from rest_framework.response import Response
 from agentbuilder.api.parsers import FormParser, JSONParser
 from agentbuilder.api.views import ApiView, render
 from agentbuilder.errors import Invalid
-from agents import services
 from agents.api import schemas as s
 from agents.api.throttling import ScopedRateThrottle, credential_attempt
+from agents.services.api_clients import token_for_client, token_for_user
 
 
 class TokenView(ApiView):
@@ -39,12 +39,12 @@ class TokenView(ApiView):
             client_id = _required(body.client_id, "client_id")
             client_secret = _required(body.client_secret, "client_secret")
             with credential_attempt(f"client:{client_id}"):
-                issued = services.token_for_client(client_id=client_id, client_secret=client_secret)
+                issued = token_for_client(client_id=client_id, client_secret=client_secret)
         else:
             username = _required(body.username, "username")
             password = _required(body.password, "password")
             with credential_attempt(f"user:{username}"):
-                issued = services.token_for_user(username=username, password=password)
+                issued = token_for_user(username=username, password=password)
         return render(s.TokenOut(access_token=issued.access_token, expires_in=issued.expires_in))
 
 

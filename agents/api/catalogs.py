@@ -9,10 +9,11 @@ from rest_framework.response import Response
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import PageQuery, page_of, paginate
 from agentbuilder.api.views import ApiView, render
-from agents import selectors
 from agents.api import schemas as s
 from agents.api.views import PAGE
 from agents.models import AgentType
+from agents.selectors.catalog import model_list
+from agents.selectors.environments import environment_list
 
 AGENT_TYPE_DESCRIPTIONS = {
     AgentType.TOOL: "Calls function tools, other agents and MCP servers in a loop; can "
@@ -31,9 +32,7 @@ class EnvironmentListView(ApiView):
         tags=["environments"],
     )
     def get(self, request: Request) -> Response:
-        items, pagination = paginate(
-            selectors.environment_list(user=request.user), self.query(PageQuery)
-        )
+        items, pagination = paginate(environment_list(user=request.user), self.query(PageQuery))
         return render(
             s.EnvironmentList(
                 environments=[s.EnvironmentOut.of(e) for e in items], pagination=pagination
@@ -65,5 +64,5 @@ class ModelListView(ApiView):
     )
     def get(self, request: Request) -> Response:
         query = self.query(s.ModelListQuery)
-        items, pagination = paginate(selectors.model_list(agent_type=query.agent_type), query)
+        items, pagination = paginate(model_list(agent_type=query.agent_type), query)
         return render(s.ModelList(models=[s.ModelOut.of(m) for m in items], pagination=pagination))

@@ -31,7 +31,6 @@ from agentbuilder.api.negotiation import JsonAnswers
 from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid
-from agents import selectors
 from agents.api.streaming import collected_events, run_headers, streamed
 from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.configs import StructuredOutputTool, ToolAgentConfig
@@ -58,6 +57,8 @@ from agents.protocols.chat_completions.request import (
 from agents.runs.request import CHAT_TYPES, RunRequest, call_depth_of
 from agents.runs.start import Invocation, invocation_start
 from agents.runtime.events import Event, ResponseFailed
+from agents.selectors.agents import agent_get_by_name
+from agents.selectors.versions import version_ref_parse
 
 KEEPALIVE_SECONDS = 15.0
 PROTOCOL = "chat.completions"
@@ -149,13 +150,13 @@ class _ChatCompletionsBase(OpenAIAnswers, AsyncApiView):
         if agent_id is None:
             name, version_ref = model_reference(body.model)
             try:
-                selectors.version_ref_parse(version_ref)
+                version_ref_parse(version_ref)
             except Invalid:
                 raise Invalid.at(
                     ("body", "model"),
                     "the version after '@' must be a number, 'latest', an alias or a version id",
                 ) from None
-            agent = selectors.agent_get_by_name(
+            agent = agent_get_by_name(
                 user=user, environment=environment, name=name, action=Action.INVOKE
             )
             agent_id = agent.pk

@@ -25,7 +25,6 @@ from mcp_types import (
 
 from agentbuilder.db import in_db
 from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
-from agents import selectors
 from agents.protocols.mcp_server.encoder import (
     ResultEncoder,
     failed_result,
@@ -44,6 +43,8 @@ from agents.runs.start import CallTooDeep, Invocation, invocation_start
 from agents.runs.stream import recorded_events
 from agents.runtime.events import Event
 from agents.runtime.failures import FailureCode
+from agents.selectors.agents import agent_get_to_invoke, agent_id_by_name, agent_list_invocable
+from agents.selectors.versions import latest_versions
 
 # Where agents.api.mcp_asgi puts the caller in the ASGI scope, and the set of handler tasks
 # it waits for before the request ends.
@@ -89,8 +90,8 @@ async def list_tools(
 
 def invocable_tools(caller: Caller) -> list[Tool]:
     """The agents the caller may INVOKE in its environment, each as a tool (two queries)."""
-    agents = list(selectors.agent_list_invocable(user=caller.user, environment=caller.environment))
-    latest = selectors.latest_versions(agent_ids=[agent.pk for agent in agents])
+    agents = list(agent_list_invocable(user=caller.user, environment=caller.environment))
+    latest = latest_versions(agent_ids=[agent.pk for agent in agents])
     return [agent_tool(agent, latest[agent.pk]) for agent in agents if agent.pk in latest]
 
 
@@ -123,13 +124,13 @@ def start(caller: Caller, name: str, arguments: dict[str, Any] | None) -> tuple[
     the agent does not have, Invalid or DomainError for a call that cannot run."""
     agent_name, version_ref = tool_reference(name)
     user, environment = caller.user, caller.environment
-    agent_id = selectors.agent_id_by_name(environment=environment, name=agent_name)
+    agent_id = agent_id_by_name(environment=environment, name=agent_name)
     if agent_id is None:
         raise UnknownTool
     # Before the arguments are read: what they say must not hint at an agent the caller
     # may not invoke.
     try:
-        agent = selectors.agent_get_to_invoke(user=user, environment=environment, agent_id=agent_id)
+        agent = agent_get_to_invoke(user=user, environment=environment, agent_id=agent_id)
     except NotFound:
         raise UnknownTool from None
     request = run_request(caller, agent, version_ref, arguments)

@@ -22,7 +22,6 @@ from rest_framework.response import Response
 from agentbuilder.api.views import AsyncApiView, render
 from agentbuilder.db import in_db
 from agentbuilder.errors import NotFound
-from agents import selectors
 from agents.api.chat import (
     ANSWERS,
     COMPLETION_REQUEST,
@@ -37,6 +36,7 @@ from agents.protocols.openai.encoder import MessageEncoder, OpenAICompletion, co
 from agents.protocols.openai.request import OpenAIChatCompletionRequest
 from agents.runs.start import Invocation
 from agents.runtime.events import Event
+from agents.selectors.agents import agent_list_invocable
 
 
 class OpenAIModel(BaseModel):
@@ -71,9 +71,7 @@ class OpenAIModelListView(OpenAIAnswers, AsyncApiView):
         return await in_db(self._list)()
 
     def _list(self) -> Response:
-        agents = selectors.agent_list_invocable(
-            user=self.request.user, environment=self.environment
-        )
+        agents = agent_list_invocable(user=self.request.user, environment=self.environment)
         return render(OpenAIModelList(data=[OpenAIModel.of(a) for a in agents]))
 
 
@@ -91,9 +89,7 @@ class OpenAIModelDetailView(OpenAIAnswers, AsyncApiView):
         return await in_db(self._get)(model)
 
     def _get(self, model: str) -> Response:
-        agents = selectors.agent_list_invocable(
-            user=self.request.user, environment=self.environment
-        )
+        agents = agent_list_invocable(user=self.request.user, environment=self.environment)
         agent = agents.filter(name__iexact=model).first()
         if agent is None:
             raise NotFound(f"The model '{model}' does not exist or you do not have access to it.")

@@ -11,9 +11,9 @@ from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import paginate
 from agentbuilder.api.paths import path_uuid
 from agentbuilder.api.views import ApiView, render
-from agents import selectors
 from agents.api import schemas as s
 from agents.api.views import ENVIRONMENT
+from agents.selectors.runs import run_get, run_list, thread_runs
 
 
 class RunListView(ApiView):
@@ -28,7 +28,7 @@ class RunListView(ApiView):
     )
     def get(self, request: Request) -> Response:
         query = self.query(s.RunListQuery)
-        runs = selectors.run_list(
+        runs = run_list(
             user=request.user,
             environment=self.environment,
             agent_id=query.agent_id,
@@ -52,7 +52,7 @@ class RunDetailView(ApiView):
     )
     def get(self, request: Request, runId: str) -> Response:
         run_id = path_uuid(runId, "runId", "a run id")
-        run = selectors.run_get(user=request.user, environment=self.environment, run_id=run_id)
+        run = run_get(user=request.user, environment=self.environment, run_id=run_id)
         return render(s.RunOut.of(run))
 
 
@@ -70,7 +70,7 @@ class ThreadDetailView(ApiView):
     )
     def get(self, request: Request, threadId: str) -> Response:
         query = self.query(s.ThreadQuery)
-        runs = selectors.thread_runs(
+        runs = thread_runs(
             user=request.user,
             environment=self.environment,
             thread_id=threadId,

@@ -10,10 +10,12 @@ from rest_framework.response import Response
 
 from agentbuilder.api.pagination import PageQuery, paginate
 from agentbuilder.api.views import ApiView, render
-from agents import selectors, services
 from agents.api import schemas as s
 from agents.api.views import AGENT_ID, ENVIRONMENT, PAGE, VERSION_ID, AgentScopedView
 from agents.permissions import Action
+from agents.selectors.agents import agents_by_ids
+from agents.selectors.versions import latest_versions, version_get, version_list
+from agents.services.versions import version_add
 
 
 class VersionListView(AgentScopedView):
@@ -27,7 +29,7 @@ class VersionListView(AgentScopedView):
     )
     def get(self, request: Request, agentId: str) -> Response:
         agent = self._agent(agentId)
-        items, pagination = paginate(selectors.version_list(agent=agent), self.query(PageQuery))
+        items, pagination = paginate(version_list(agent=agent), self.query(PageQuery))
         return render(
             s.VersionList(
                 agent=s.AgentOut.of(agent),
@@ -46,7 +48,7 @@ class VersionListView(AgentScopedView):
     def post(self, request: Request, agentId: str) -> Response:
         agent = self._agent(agentId, Action.EDIT)
         body = self.body(s.VersionCreate)
-        version = services.version_add(
+        version = version_add(
             user=request.user,
             agent=agent,
             config=body.config,
@@ -68,7 +70,7 @@ class VersionDetailView(AgentScopedView):
     )
     def get(self, request: Request, agentId: str, versionId: str) -> Response:
         agent = self._agent(agentId)
-        version = selectors.version_get(agent=agent, ref=versionId)
+        version = version_get(agent=agent, ref=versionId)
         return render(
             s.AgentWithVersion(agent=s.AgentOut.of(agent), version=s.VersionOut.of(version))
         )
@@ -92,10 +94,8 @@ class BatchGetView(ApiView):
             except ValueError:
                 ids[raw] = None
         valid = [i for i in ids.values() if i is not None]
-        agents = selectors.agents_by_ids(
-            user=request.user, environment=self.environment, agent_ids=valid
-        )
-        versions = selectors.latest_versions(agent_ids=list(agents))
+        agents = agents_by_ids(user=request.user, environment=self.environment, agent_ids=valid)
+        versions = latest_versions(agent_ids=list(agents))
         found, errors = [], []
         for raw, parsed in ids.items():
             if parsed is None:

@@ -16,10 +16,10 @@ from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import PageQuery
 from agentbuilder.api.paths import path_uuid
 from agentbuilder.api.views import ApiView
-from agents import selectors
 from agents.models import Agent
 from agents.permissions import Action
 from agents.runtime import depth
+from agents.selectors.agents import agent_get
 
 AGENT_ID = OpenApiParameter(
     "agentId", OpenApiTypes.UUID, OpenApiParameter.PATH, description="Agent uuid."
@@ -60,7 +60,7 @@ def agent_uuid(value: str) -> uuid.UUID:
 
 class AgentScopedView(ApiView):
     def _agent(self, agent_id: str, action: Action = Action.READ) -> Agent:
-        return selectors.agent_get(
+        return agent_get(
             user=self.request.user,
             environment=self.environment,
             agent_id=agent_uuid(agent_id),

@@ -6,10 +6,10 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from agents import selectors
 from agents.config_files.documents import BY_NAME, references, renamed, yaml_dump
 from agents.mcp.servers import mcp_server_by_ref
 from agents.models import AgentVersion, Environment
+from agents.selectors.agents import agent_list
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ def agents_export(
 ) -> list[ExportedFile]:
     """The environment's agents that `user` may READ, one YAML document each, by name,
     with their latest version or (`all_versions`) every version, oldest first."""
-    agents = list(selectors.agent_list(user=user, environment=environment))
+    agents = list(agent_list(user=user, environment=environment))
     versions = AgentVersion.objects.filter(agent__in=agents).order_by("agent_id", "number")
     if not all_versions:
         versions = versions.order_by("agent_id", "-number").distinct("agent_id")

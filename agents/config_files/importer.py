@@ -12,7 +12,6 @@ from django.db import transaction
 
 from agentbuilder.errors import DomainError, ErrorItem, Invalid, NotFound
 from agentbuilder.wire import parse
-from agents import selectors, services
 from agents.config_files.documents import (
     BY_NAME,
     AgentEntry,
@@ -26,6 +25,10 @@ from agents.config_files.documents import (
 from agents.mcp.servers import mcp_server_by_ref
 from agents.models import Agent, Environment
 from agents.permissions import Action
+from agents.selectors.agents import agent_get_by_name
+from agents.services.agents import agent_create, agent_update
+from agents.services.config_check import config_validate
+from agents.services.versions import version_add
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -150,11 +153,11 @@ def _import_one(user: Any, environment: Environment, file: _File) -> Change:
     prefix: Loc = ("versions", len(entry.versions) - 1, "config")
     config = _with_ids(current.config, user, environment, prefix)
     try:
-        agent = selectors.agent_get_by_name(
+        agent = agent_get_by_name(
             user=user, environment=environment, name=entry.name, action=Action.EDIT
         )
     except NotFound:
-        _, version = services.agent_create(
+        _, version = agent_create(
             user=user,
             environment=environment,
             name=entry.name,
@@ -169,7 +172,7 @@ def _import_one(user: Any, environment: Environment, file: _File) -> Change:
     if agent.agent_type != entry.agent_type:
         msg = f"'{agent.name}' is a {agent.agent_type} agent here; an agent's type cannot change"
         raise Invalid.at(("agentType",), msg)
-    stored = services.config_validate(
+    stored = config_validate(
         user=user, environment=environment, agent_type=agent.agent_type, data=config, loc=prefix
     )
     details = _update_fields(user, agent, entry)
@@ -183,7 +186,7 @@ def _update_fields(user: Any, agent: Agent, entry: AgentEntry) -> list[str]:
     wanted = {"display_name": entry.display_name, "description": entry.description}
     changes = {k: v for k, v in wanted.items() if getattr(agent, k) != v}
     if changes:
-        services.agent_update(user=user, agent=agent, changes=changes)
+        agent_update(user=user, agent=agent, changes=changes)
     spelled = {"display_name": "displayName", "description": "description"}
     return [f"{spelled[k]} changed" for k in changes]
 
@@ -217,7 +220,7 @@ def _add_version(
     if holder is not None:
         msg = f"version {holder} of '{agent.name}' has this label already: change or clear it"
         raise Invalid.at((*loc, "versionLabel"), msg)
-    version = services.version_add(
+    version = version_add(
         user=user,
         agent=agent,
         config=stored if keys else None,
@@ -267,7 +270,7 @@ def _resolve(kind: str, name: str, user: Any, environment: Environment) -> str |
         server = mcp_server_by_ref(environment, name)
         return str(server.pk) if server else None
     try:
-        agent = selectors.agent_get_by_name(user=user, environment=environment, name=name)
+        agent = agent_get_by_name(user=user, environment=environment, name=name)
     except NotFound:
         return None
     return str(agent.pk)

@@ -32,7 +32,7 @@ from agents.runtime.spec import AgentSpec, McpServerSpec, Retriever
 def agent_spec(*, agent: Agent, version: AgentVersion) -> AgentSpec:
     """Everything the runtime needs about a version, task agents behind its tools included."""
     config = _parsed_config(agent.agent_type, version)
-    # Read with the version on the invoke path (agents.selectors.version_to_run).
+    # Read with the version on the invoke path (agents.runs.lookup.version_to_run).
     provider_name, model = _model_route(
         config.llm_model_id, getattr(version, "model_provider", UNREAD)
     )

@@ -17,12 +17,12 @@ from django.utils import timezone
 from agentbuilder import liveness
 from agentbuilder.db import insert_new
 from agentbuilder.errors import DomainError, ErrorItem, Invalid
-from agents import selectors
 from agents.configs import NamedTool, TaskAgentConfig, ToolAgentConfig
 from agents.llm.base import Message
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Agent, AgentVersion, Environment, LLMModel, Run, RunStatus
 from agents.runs import leases
+from agents.runs.lookup import agent_and_version_to_invoke
 from agents.runs.request import RunRequest
 from agents.runs.spec import agent_spec, retrievers, with_max_iterations, with_request_servers
 from agents.runtime.depth import CallDepth
@@ -72,7 +72,7 @@ def invocation_start(request: RunRequest) -> Invocation:
         # Before the run opens: the refused call is no run of its own (a chain of agents
         # calling agents makes MAX_AGENT_DEPTH + 1 runs), and its caller's run has the reason.
         raise CallTooDeep(call_depth.refusal())
-    agent, version = selectors.agent_and_version_to_invoke(
+    agent, version = agent_and_version_to_invoke(
         user=request.user,
         environment=request.environment,
         agent_id=request.agent_id,

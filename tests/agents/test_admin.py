@@ -14,9 +14,11 @@ from django.test import Client
 from django.urls import reverse
 from guardian.shortcuts import get_perms
 
-from agents import services
 from agents.models import Agent, AgentVersion, APIClient, Environment, LLMModel
 from agents.permissions import Action, grant
+from agents.services.agents import agent_delete
+from agents.services.api_clients import api_client_create
+from agents.services.versions import version_add
 from guardrails.models import Guardrail
 from tests.factories import CALCULATOR_CONFIG, UserFactory
 
@@ -41,8 +43,8 @@ class World:
 def world(env, make_agent, admin_user) -> World:
     agent = make_agent("calc")
     config = {**CALCULATOR_CONFIG, "systemPrompt": "Be terse."}
-    version = services.version_add(user=admin_user, agent=agent, config=config)
-    issued = services.api_client_create(name="ci", environment=env, actions=[Action.READ])
+    version = version_add(user=admin_user, agent=agent, config=config)
+    issued = api_client_create(name="ci", environment=env, actions=[Action.READ])
     return World(
         env=env,
         agent=agent,
@@ -145,7 +147,7 @@ def test_agent_list_runs_a_fixed_number_of_queries(
 
 def test_agent_list_filters_by_status(site, world, make_agent, admin_user):
     gone = make_agent("gone")
-    services.agent_delete(user=admin_user, agent=gone)
+    agent_delete(user=admin_user, agent=gone)
     url = reverse("admin:agents_agent_changelist")
     deleted = site.get(url, {"status": "deleted"}).context["cl"].result_list
     active = site.get(url, {"status": "active"}).context["cl"].result_list

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from agents.models import Agent, Environment
 from agents.models import APIClient as ApiClientRow
 from agents.permissions import Action, grant
-from agents.services import api_client_create
+from agents.services.api_clients import api_client_create
 from agents.tokens import token_decode, token_encode, token_holder
 
 

@@ -20,7 +20,7 @@ from rest_framework.test import APIClient
 
 from agents.models import Agent, AgentVersion
 from agents.permissions import Action
-from agents.services import api_client_create
+from agents.services.api_clients import api_client_create
 from tests.conftest import client_for
 from tests.factories import CALCULATOR_CONFIG, TASK_CONFIG, UserFactory
 

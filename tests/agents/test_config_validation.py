@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from agents.models import Agent, AgentVersion, Environment, LLMModel
 from agents.permissions import Action, grant
-from agents.services import agent_delete
+from agents.services.agents import agent_delete
 from tests.factories import CALCULATOR_CONFIG, RAG_CONFIG, TASK_CONFIG
 
 pytestmark = pytest.mark.django_db

@@ -16,9 +16,11 @@ from agents.examples import CALCULATOR
 from agents.models import LLMModel
 from agents.permissions import Action, grant
 from agents.runs import event_log
+from agents.runs.lookup import agent_and_version_to_invoke, version_to_run
 from agents.runs.spec import agent_spec
-from agents.selectors import agent_and_version_to_invoke, agent_get_to_invoke, version_to_run
-from agents.services import alias_set, version_add
+from agents.selectors.agents import agent_get_to_invoke
+from agents.services.aliases import alias_set
+from agents.services.versions import version_add
 from tests.conftest import client_for
 from tests.factories import UserFactory
 

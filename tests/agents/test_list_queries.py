@@ -13,7 +13,8 @@ from rest_framework.test import APIClient
 
 from agents.models import Agent, Environment, McpServer, Run
 from agents.permissions import Action, grant
-from agents.services import alias_set, version_add
+from agents.services.aliases import alias_set
+from agents.services.versions import version_add
 from retrieval.models import Document
 from tests.factories import EnvironmentFactory
 

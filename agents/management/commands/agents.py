@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from agentbuilder.errors import NotFound
 from agents.config_files import ImportFailed, agents_export, agents_import
 from agents.models import Environment
-from agents.selectors import DEFAULT_ENVIRONMENT, environment_resolve
+from agents.selectors.environments import DEFAULT_ENVIRONMENT, environment_resolve
 
 
 class Command(BaseCommand):

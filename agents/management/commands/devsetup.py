@@ -14,8 +14,8 @@ from django.core.management.base import BaseCommand
 
 from agents.examples import DEV_EXAMPLES, DOCUMENT_HELPER
 from agents.models import Agent, Environment
-from agents.selectors import DEFAULT_ENVIRONMENT
-from agents.services import agent_create
+from agents.selectors.environments import DEFAULT_ENVIRONMENT
+from agents.services.agents import agent_create
 from retrieval.indexing import document_ingest
 from retrieval.ingestion import ingestion_wait
 from retrieval.models import Document, DocumentStatus

@@ -11,12 +11,12 @@ from pydantic import Field, field_validator
 
 from agentbuilder.errors import ErrorItem, Invalid
 from agentbuilder.wire import CamelModel, parse
-from agents import selectors
 from agents.llm.base import Message
 from agents.models import Agent, AgentType, Environment
 from agents.protocols.mcp_server.tools import MESSAGE_MAX_CHARS, THREAD_ID_MAX_CHARS
 from agents.protocols.names import agent_reference
 from agents.runs.request import RunRequest
+from agents.selectors.versions import version_ref_parse
 
 PROTOCOL = "mcp"
 ROUTE = "the MCP server"
@@ -59,7 +59,7 @@ def tool_reference(name: str) -> tuple[str, str]:
         raise Invalid.at(("name",), "name a tool: 'name' or 'name@version'")
     agent_name, version_ref = reference
     try:
-        selectors.version_ref_parse(version_ref)
+        version_ref_parse(version_ref)
     except Invalid:
         raise Invalid.at(
             ("name",), "the version after '@' must be a number, 'latest', an alias or a version id"

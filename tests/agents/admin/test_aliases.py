@@ -9,9 +9,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from agents import services
 from agents.models import AliasChange, Run, VersionAlias
 from agents.permissions import Action, grant
+from agents.services.aliases import alias_set
+from agents.services.versions import version_add
 from tests.factories import CALCULATOR_CONFIG, UserFactory
 
 
@@ -19,7 +20,7 @@ from tests.factories import CALCULATOR_CONFIG, UserFactory
 def calc(make_agent: Any, admin_user: Any) -> Any:
     agent = make_agent("calc")
     for prompt in ("Be terse.", "Be kind."):
-        services.version_add(
+        version_add(
             user=admin_user, agent=agent, config={**CALCULATOR_CONFIG, "systemPrompt": prompt}
         )
     return agent
@@ -105,7 +106,7 @@ def test_a_fresh_alias_cannot_roll_back_and_delete_removes_it(
 def test_readers_see_the_aliases_and_only_editors_change_them(
     client: Client, env: Any, calc: Any, admin_user: Any
 ) -> None:
-    services.alias_set(user=admin_user, agent=calc, name="prod", version_number=2)
+    alias_set(user=admin_user, agent=calc, name="prod", version_number=2)
     reader = UserFactory(username="reader", is_staff=True)
     grant(reader, Action.READ, env)
     client.force_login(reader)

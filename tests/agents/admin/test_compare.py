@@ -8,8 +8,8 @@ from typing import Any
 from django.test import Client
 from django.urls import reverse
 
-from agents import services
 from agents.permissions import Action, grant
+from agents.services.versions import version_add
 from tests.factories import CALCULATOR_CONFIG, UserFactory
 
 
@@ -26,13 +26,13 @@ def test_any_two_versions_are_compared_side_by_side(
     client: Client, admin_user: Any, make_agent: Any
 ) -> None:
     agent = make_agent("calc")
-    services.version_add(
+    version_add(
         user=admin_user,
         agent=agent,
         config={**CALCULATOR_CONFIG, "systemPrompt": "Be terse."},
         version_label="terse",
     )
-    services.version_add(user=admin_user, agent=agent, config=None, notes="same config again")
+    version_add(user=admin_user, agent=agent, config=None, notes="same config again")
     client.force_login(admin_user)
 
     page = compare(client, agent, a="1", b="3")
@@ -51,7 +51,7 @@ def test_by_default_the_latest_is_compared_with_the_one_before(
     client: Client, admin_user: Any, make_agent: Any
 ) -> None:
     agent = make_agent("calc")
-    services.version_add(
+    version_add(
         user=admin_user, agent=agent, config={**CALCULATOR_CONFIG, "systemPrompt": "Be brief."}
     )
     client.force_login(admin_user)
@@ -81,7 +81,7 @@ def test_the_version_history_links_each_version_to_the_one_before(
     client: Client, admin_user: Any, make_agent: Any
 ) -> None:
     agent = make_agent("calc")
-    services.version_add(user=admin_user, agent=agent, config=None, notes="again")
+    version_add(user=admin_user, agent=agent, config=None, notes="again")
     client.force_login(admin_user)
 
     page = client.get(reverse("admin:agents_agent_change", args=[agent.pk])).content.decode()

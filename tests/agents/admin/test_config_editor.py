@@ -12,12 +12,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from agents import services
 from agents.admin.config_editor import config_schema
 from agents.examples import TEMPLATES
 from agents.models import Agent, AgentVersion
 from agents.permissions import Action, grant
 from agents.runtime.tools.functions import REGISTRY
+from agents.services.config_check import config_validate
 from tests.agents.test_admin import browser_post_data
 from tests.factories import CALCULATOR_CONFIG, CONFIGS, UserFactory
 
@@ -106,7 +106,7 @@ def test_the_endpoints_are_for_staff_of_the_environment(
 @pytest.mark.parametrize("key", TEMPLATES)
 def test_every_template_is_a_valid_config(key: str, env: Any, admin_user: Any) -> None:
     _, example = TEMPLATES[key]
-    services.config_validate(
+    config_validate(
         user=admin_user,
         environment=env,
         agent_type=example["agentType"],

@@ -274,10 +274,11 @@ def test_a_post_without_the_csrf_token_is_refused(invoker: Any, calculator: Agen
 def test_an_alias_picks_the_version_and_the_page_offers_it(
     invoker: Any, calculator: Agent, admin_user: Any
 ) -> None:
-    from agents import services
+    from agents.services.aliases import alias_set
+    from agents.services.versions import version_add
 
-    services.version_add(user=admin_user, agent=calculator, config=None, notes="v2")
-    services.alias_set(user=admin_user, agent=calculator, name="prod", version_number=1)
+    version_add(user=admin_user, agent=calculator, config=None, notes="v2")
+    alias_set(user=admin_user, agent=calculator, name="prod", version_number=1)
     client = browser(invoker)
 
     assert b'<option value="prod">prod (v1)</option>' in client.get(page_url(calculator)).content

@@ -17,10 +17,11 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.select import Select
 
-from agents import services
 from agents.examples import CALCULATOR, SUMMARIZER
 from agents.models import Agent, AgentVersion
 from agents.permissions import Action, grant
+from agents.services.config_check import config_validate
+from agents.services.versions import version_add
 from tests.agents.test_admin import staff_with
 from tests.browser import BROWSER, Page, browser_server, chrome, page  # noqa: F401 (fixtures)
 from tests.factories import CALCULATOR_CONFIG
@@ -127,7 +128,7 @@ def test_an_agent_added_from_a_template_is_saved_with_the_template_s_config(
     assert version.number == 1
     assert version.config["systemPrompt"] == SUMMARIZER["config"]["systemPrompt"]
     assert version.config["inputSchema"] == SUMMARIZER["config"]["inputSchema"]
-    stored = services.config_validate(
+    stored = config_validate(
         user=creator, environment=env, agent_type="task", data=SUMMARIZER["config"], loc=()
     )
     assert version.config == stored
@@ -188,7 +189,7 @@ def test_two_chosen_versions_are_compared_with_their_changes_highlighted(
     agent = make_agent("calc", "tool", config=CALCULATOR_CONFIG)
     for prompt in ("Be terse.", "Answer in French."):
         config = {**CALCULATOR_CONFIG, "systemPrompt": prompt}
-        services.version_add(user=admin_user, agent=agent, config=config)
+        version_add(user=admin_user, agent=agent, config=config)
     page.login(admin_user)
     page.open(change_page(agent))
 
@@ -296,7 +297,7 @@ def test_a_version_is_promoted_and_rolled_back_from_the_history(
 ) -> None:
     agent = make_agent("Calculator", "tool", config=CALCULATOR["config"])
     for prompt in ("Be terse.", "Be kind."):
-        services.version_add(
+        version_add(
             user=admin_user, agent=agent, config={**CALCULATOR["config"], "systemPrompt": prompt}
         )
     page.login(admin_user)

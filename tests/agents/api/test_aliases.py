@@ -13,9 +13,10 @@ from django.db import IntegrityError, transaction
 from rest_framework.test import APIClient
 
 from agentbuilder.errors import Invalid
-from agents import selectors, services
 from agents.models import Agent, AliasChange, Run, VersionAlias
 from agents.permissions import Action, grant
+from agents.selectors.versions import version_ref_parse
+from agents.services.versions import version_add
 from tests.conftest import client_for
 from tests.factories import UserFactory
 
@@ -27,7 +28,7 @@ INPUTS = {"inputs": {"audience": "admins", "text": "Aliases point at versions."}
 def calc(make_agent: Any, admin_user: Any) -> Agent:
     """A tool agent with versions 1 and 2: an alias on 1 is never mistaken for `latest`."""
     agent = make_agent("calc")
-    services.version_add(user=admin_user, agent=agent, config=None, notes="second")
+    version_add(user=admin_user, agent=agent, config=None, notes="second")
     return agent
 
 
@@ -309,7 +310,7 @@ def test_every_version_route_resolves_an_alias_and_the_run_records_the_version(
     body: dict[str, Any],
 ) -> None:
     agent = make_agent("aliased", agent_type)
-    services.version_add(user=admin_user, agent=agent, config=None)
+    version_add(user=admin_user, agent=agent, config=None)
     put(owner_client, agent, "prod", 1)
 
     answer = finished(
@@ -381,13 +382,13 @@ def test_an_alias_of_one_agent_names_nothing_of_another(
 )
 def test_a_version_ref_may_be_an_alias_name(ref: str, parsed: Any) -> None:
     # The playground locates a bad version at ["body", "version"] through this parse.
-    assert selectors.version_ref_parse(ref) == parsed
+    assert version_ref_parse(ref) == parsed
 
 
 @pytest.mark.parametrize("ref", ["2x", "History", "LATEST", "pro d", "p" * 51])
 def test_a_version_ref_that_is_no_alias_name_is_invalid(ref: str) -> None:
     with pytest.raises(Invalid) as refused:
-        selectors.version_ref_parse(ref)
+        version_ref_parse(ref)
     assert refused.value.errors[0].loc == ("path", "versionId")
 
 

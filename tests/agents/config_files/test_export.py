@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agents.models import Agent, Environment
-from agents.services import version_add
+from agents.services.versions import version_add
 from tests.agents.config_files.conftest import agents, latest, read
 from tests.factories import CALCULATOR_CONFIG
 

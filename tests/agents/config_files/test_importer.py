@@ -11,7 +11,7 @@ import pytest
 from django.core.management.base import CommandError
 
 from agents.models import Agent, AgentVersion, Environment, McpServer
-from agents.services import version_add
+from agents.services.versions import version_add
 from tests.agents.config_files.conftest import PROMPT, agents, latest, read, version_count, write
 from tests.factories import CALCULATOR_CONFIG, UserFactory
 

@@ -27,7 +27,8 @@ from agents.examples import CALCULATOR
 from agents.models import Agent, Run
 from agents.permissions import Action, grant
 from agents.protocols.a2a.card import EXTENDED_URI
-from agents.services import alias_set, version_add
+from agents.services.aliases import alias_set
+from agents.services.versions import version_add
 from tests.agents.protocols.a2a.test_sdk_client import ask, base, session, tok
 from tests.factories import UserFactory
 from tests.live import django_port  # noqa: F401 (the fixture `port`)

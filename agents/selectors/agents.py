@@ -1,0 +1,138 @@
+"""Reads of agents: lists and single agents narrowed to what the caller may see, and the
+invoke routes' permission check."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Lower
+
+from agentbuilder.errors import NotFound, PermissionDenied
+from agents.models import Agent, AgentVersion, Environment
+from agents.permissions import Action, agent_with_held, agents_with, may, may_flag
+
+SEEN_TO_INVOKE = {Action.READ, Action.INVOKE}
+
+
+def _with_current_version(agents: QuerySet[Agent]) -> QuerySet[Agent]:
+    latest = AgentVersion.objects.filter(agent=OuterRef("pk")).order_by("-number")
+    return agents.select_related("created_by", "modified_by").annotate(
+        current_version_id=Subquery(latest.values("id")[:1])
+    )
+
+
+def agent_list(
+    *, user: Any, environment: Environment, agent_type: str | None = None, name: str | None = None
+) -> QuerySet[Agent]:
+    """Agents of `environment` the caller can READ, filtered by type and name substring."""
+    agents = agents_with(user, Action.READ).filter(environment=environment)
+    if agent_type:
+        agents = agents.filter(agent_type=agent_type)
+    if name:
+        agents = agents.filter(name__icontains=name)
+    return _with_current_version(agents).order_by("name", "id")
+
+
+def agent_list_invocable(*, user: Any, environment: Environment) -> QuerySet[Agent]:
+    """Agents of `environment` the caller may INVOKE, by name: the OpenAI base's models."""
+    return (
+        agents_with(user, Action.INVOKE)
+        .filter(environment=environment)
+        .select_related("environment")
+        .order_by("name", "id")
+    )
+
+
+def agent_get(
+    *, user: Any, environment: Environment, agent_id: uuid.UUID, action: Action = Action.READ
+) -> Agent:
+    """One live agent of `environment`. Raises NotFound if the caller cannot READ it and
+    PermissionDenied if it can READ it but not perform `action`."""
+    return _visible_one(user, action, environment, Q(pk=agent_id), f"Agent '{agent_id}'")
+
+
+def agent_get_to_invoke(*, user: Any, environment: Environment, agent_id: uuid.UUID) -> Agent:
+    """`agent_get(action=INVOKE)` for the invoke routes, from one precompiled statement:
+    NotFound unless the caller may READ or INVOKE the live agent in `environment`,
+    PermissionDenied if it may READ it but not INVOKE it (docs/api.md#permissions)."""
+    return invocable(agent_with_held(user, agent_id), environment, agent_id)
+
+
+def invocable(agent: Agent | None, environment: Environment, agent_id: uuid.UUID) -> Agent:
+    """`agent`, read with `held`, if the caller may INVOKE it in `environment`. Raises
+    NotFound (it may neither READ nor INVOKE it, or it is elsewhere) or PermissionDenied."""
+    held: set[str] = getattr(agent, "held", set())
+    if agent is None or agent.environment_id != environment.pk or not held & SEEN_TO_INVOKE:
+        raise NotFound(f"Agent '{agent_id}' not found.")
+    if Action.INVOKE not in held:
+        raise PermissionDenied(f"You do not have {Action.INVOKE.name} permission on this agent.")
+    agent.environment = environment  # the caller's, already read: no query for it
+    return agent
+
+
+def agent_get_invocable(*, user: Any, agent_id: uuid.UUID) -> Agent:
+    """A live agent, in whichever environment, that `user` may INVOKE (the admin's
+    playground finds it by id alone). Raises NotFound otherwise."""
+    agent = agent_with_held(user, agent_id)  # the invoke routes' own check
+    if agent is None or Action.INVOKE not in agent.held:  # type: ignore[attr-defined]
+        raise NotFound(f"Agent '{agent_id}' not found.")
+    return agent
+
+
+def agent_get_by_name(
+    *, user: Any, environment: Environment, name: str, action: Action = Action.READ
+) -> Agent:
+    return _visible_one(
+        user,
+        action,
+        environment,
+        Q(name__iexact=name),
+        f"Agent '{name}' in environment '{environment.name}'",
+    )
+
+
+def agent_id_by_name(*, environment: Environment, name: str) -> uuid.UUID | None:
+    """The id of the live agent of `environment` named `name` (ignoring case), whoever
+    asks: for a caller that then checks the permission on the id (`agent_get_to_invoke`),
+    which costs less than `agent_get_by_name`'s permission query."""
+    agents = Agent.objects.alias(lower_name=Lower("name")).filter(
+        environment=environment, lower_name=name.lower(), deleted_at__isnull=True
+    )
+    return agents.values_list("pk", flat=True).first()
+
+
+def _visible_one(user: Any, action: Action, environment: Environment, match: Q, what: str) -> Agent:
+    # One query: visibility (READ) filters, the permission asked for is a column. INVOKE
+    # alone makes an agent visible to the invoke routes (docs/api.md#permissions): a service account
+    # calls an agent without reading its config.
+    seen_by = (Action.READ, Action.INVOKE) if action == Action.INVOKE else (Action.READ,)
+    agents = Agent.objects.filter(may(user, *seen_by), deleted_at__isnull=True)
+    agent = (
+        _with_current_version(agents)
+        .filter(match, environment=environment)
+        .annotate(allowed=may_flag(user, action))
+        .first()
+    )
+    if agent is None:
+        raise NotFound(f"{what} not found.")
+    if not agent.allowed:
+        raise PermissionDenied(f"You do not have {action.name} permission on this agent.")
+    return agent
+
+
+def agents_by_ids(
+    *, user: Any, environment: Environment, agent_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, Agent]:
+    agents = _with_current_version(agents_with(user, Action.READ)).filter(
+        environment=environment, pk__in=agent_ids
+    )
+    return {a.pk: a for a in agents}
+
+
+def agent_list_public(*, environment: Environment) -> QuerySet[Agent]:
+    """Every live agent of `environment`, by name, whoever asks (A2A_PUBLIC_CARDS)."""
+    return Agent.objects.filter(environment=environment, deleted_at__isnull=True).order_by(
+        "name", "id"
+    )

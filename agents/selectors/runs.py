@@ -1,0 +1,73 @@
+"""Reads of runs: those the caller may see, a list, one run, one thread."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from agentbuilder.errors import NotFound
+from agents.models import Agent, Environment, Run
+from agents.permissions import Action, may
+
+
+def runs_visible(*, user: Any, environment: Environment | None = None) -> QuerySet[Run]:
+    """Runs (of `environment`, or of every one) the caller may read: its own, of agents it
+    may still READ or INVOKE, and every caller's of the agents it holds AUDIT on
+    (docs/api.md#runs)."""
+    in_env = Agent.objects.filter(deleted_at__isnull=True)
+    if environment is not None:
+        in_env = in_env.filter(environment=environment)
+    usable = in_env.filter(may(user, Action.READ, Action.INVOKE)).values("pk")
+    audited = in_env.filter(may(user, Action.AUDIT)).values("pk")
+    return Run.objects.filter(Q(caller=user, agent__in=usable) | Q(agent__in=audited))
+
+
+def run_list(
+    *,
+    user: Any,
+    environment: Environment,
+    agent_id: uuid.UUID | None = None,
+    status: str | None = None,
+    thread_id: str | None = None,
+    caller_id: int | None = None,
+) -> QuerySet[Run]:
+    """The caller's runs in `environment` (every caller's where it holds AUDIT), newest
+    first."""
+    runs = runs_visible(user=user, environment=environment)
+    if agent_id:
+        runs = runs.filter(agent_id=agent_id)
+    if status:
+        runs = runs.filter(status=status)
+    if thread_id:
+        runs = runs.filter(thread_id=thread_id)
+    if caller_id is not None:
+        runs = runs.filter(caller_id=caller_id)
+    return runs.order_by("-started_at", "-id")
+
+
+def run_get(*, user: Any, environment: Environment, run_id: uuid.UUID) -> Run:
+    run = runs_visible(user=user, environment=environment).filter(pk=run_id).first()
+    if run is None:
+        raise NotFound(f"Run '{run_id}' not found.")
+    return run
+
+
+def thread_runs(
+    *, user: Any, environment: Environment, thread_id: str, caller_id: int | None = None
+) -> list[Run]:
+    """The runs of one caller's thread (the caller's own, or with AUDIT `caller_id`'s),
+    oldest first. A thread is its caller's: the same id from another caller is another
+    thread. Raises NotFound when there is none."""
+    runs = list(
+        run_list(
+            user=user,
+            environment=environment,
+            thread_id=thread_id,
+            caller_id=user.pk if caller_id is None else caller_id,
+        ).order_by("started_at", "id")
+    )
+    if not runs:
+        raise NotFound(f"Thread '{thread_id}' not found.")
+    return runs
