@@ -1,6 +1,6 @@
 """Access and tenancy as the project package and the apps beside agents ask for them.
 
-Environments, their grants and who holds them are the agents app's (agents.permissions).
+Environments, their grants and who holds them are the agents app's (agents.access.permissions).
 The project package (the API views' request environment) and the apps that never import
 agents (guardrails, retrieval: `.importlinter`) need a few answers from it: which
 environment a request acts in, which of their environment-scoped rows a user may read,

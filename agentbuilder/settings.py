@@ -179,15 +179,15 @@ if (ADMIN_PASSWORD := secret("ADMIN_PASSWORD")) is None and DEBUG:
 API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=1024 * 1024)
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["agents.api.authentication.BearerTokenAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["agents.access.authentication.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["agentbuilder.api.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_SCHEMA_CLASS": "agentbuilder.api.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "agentbuilder.api.errors.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": [
-        "agents.api.throttling.UserRateThrottle",
-        "agents.api.throttling.AnonRateThrottle",
+        "agents.access.throttling.UserRateThrottle",
+        "agents.access.throttling.AnonRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "user": env.str("THROTTLE_USER_RATE", default="1200/min"),

@@ -7,7 +7,7 @@ class AgentsConfig(AppConfig):
 
     def ready(self) -> None:
         from agentbuilder import access, asgi_mounts
-        from agents.environment_access import EnvironmentAccess
+        from agents.access.provider import EnvironmentAccess
         from agents.runs import leases
 
         leases.register()

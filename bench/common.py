@@ -232,11 +232,11 @@ def bench_data(*, callers: int, config: dict[str, Any] = ONE_TOOL_CONFIG) -> Ben
     from django.contrib.auth import get_user_model
     from django.db import connection
 
+    from agents.access.environments import DEFAULT_ENVIRONMENT
+    from agents.access.permissions import Action, grant
+    from agents.access.tokens import token_encode
     from agents.models import Environment
-    from agents.permissions import Action, grant
-    from agents.selectors.environments import DEFAULT_ENVIRONMENT
     from agents.services.agents import agent_create
-    from agents.tokens import token_encode
 
     users = get_user_model()
     env = Environment.objects.get(name=DEFAULT_ENVIRONMENT)

@@ -247,12 +247,12 @@ def guard_cpu(window: int, repeat: int = 40) -> dict[str, float]:
     guarded agent's rules as the server builds them, and with none."""
     from django.db import connection
 
+    from agents.access.environments import DEFAULT_ENVIRONMENT
     from agents.llm.base import Usage
     from agents.models import Environment
     from agents.runtime.events import Event, ResponseCompleted, TextDelta
     from agents.runtime.guard import Guard, guard_output
     from agents.runtime.spec import Meter
-    from agents.selectors.environments import DEFAULT_ENVIRONMENT
     from guardrails.selectors import guardrail_rules
 
     environment = Environment.objects.get(name=DEFAULT_ENVIRONMENT)

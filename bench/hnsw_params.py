@@ -107,8 +107,8 @@ def load(db: Database, specs: list[DocumentSpec], rows: list[ChunkRow]) -> tuple
     build's COPY helpers instead)."""
     from django.db import connection
 
+    from agents.access.environments import DEFAULT_ENVIRONMENT
     from agents.models import Environment
-    from agents.selectors.environments import DEFAULT_ENVIRONMENT
     from retrieval.models import Chunk, DocumentStatus
 
     environment = Environment.objects.get(name=DEFAULT_ENVIRONMENT)

@@ -265,8 +265,8 @@ def empty_tables() -> None:
 
 def upload_all(uploads: list[Upload]) -> tuple[list[Any], float, float]:
     """Upload every document; their ids, when the first upload began, the loop's seconds."""
+    from agents.access.environments import DEFAULT_ENVIRONMENT
     from agents.models import Environment
-    from agents.selectors.environments import DEFAULT_ENVIRONMENT
     from retrieval.services import document_create
 
     environment = Environment.objects.get(name=DEFAULT_ENVIRONMENT)

@@ -250,8 +250,8 @@ def main() -> int:
 def measure(db: Database, count: int, rounds: int) -> int:
     from django.db import connection
 
+    from agents.access.environments import DEFAULT_ENVIRONMENT
     from agents.models import Environment
-    from agents.selectors.environments import DEFAULT_ENVIRONMENT
 
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE retrieval_chunk, retrieval_document")

@@ -133,7 +133,7 @@ FLOORS = {
 async def measure(
     server: Server, data: BenchData, *, total: int, warmup: int, concurrency: int, model: bool
 ) -> tuple[Load, Load, dict[str, Load], dict[str, Any]]:
-    from agents.tokens import token_decode
+    from agents.access.tokens import token_decode
 
     invoke = f"{server.url}/v1/agents/{data.agent_id}/versions/latest/invoke"
     bare = f"{server.url}/bench/bare"

@@ -302,8 +302,8 @@ def build(db: Database, specs: list[DocumentSpec], rows: list[ChunkRow]) -> tupl
     """Documents and chunks in, the two indexes rebuilt; each part timed."""
     from django.db import connection
 
+    from agents.access.environments import DEFAULT_ENVIRONMENT
     from agents.models import Environment
-    from agents.selectors.environments import DEFAULT_ENVIRONMENT
     from retrieval.models import Chunk, Document, DocumentStatus
 
     result = Build()

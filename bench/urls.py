@@ -158,10 +158,10 @@ def _floor_start(*, holder: bool = True) -> str:
     holder's when DRF's authentication has read it); the run row's id."""
     from django.db import connection
 
+    from agents.access.environments import DEFAULT_ENVIRONMENT
+    from agents.access.tokens import _holder_sql
     from agents.models import Run
     from agents.runs.lookup import _invoke_sql
-    from agents.selectors.environments import DEFAULT_ENVIRONMENT
-    from agents.tokens import _holder_sql
 
     run_id = uuid.uuid4()
     with connection.cursor() as cursor:

@@ -13,10 +13,10 @@ from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
 
+from agents.access.permissions import Action, grant
+from agents.access.tokens import token_encode
 from agents.models import Agent, Environment
-from agents.permissions import Action, grant
 from agents.services.agents import agent_create
-from agents.tokens import token_encode
 from tests.factories import CONFIGS, EnvironmentFactory, UserFactory
 from tests.live import restore_serialized_rows
 from tests.loopback import loopback_only

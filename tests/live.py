@@ -28,9 +28,9 @@ from django.core.asgi import get_asgi_application
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from agentbuilder import liveness
+from agents.access.tokens import token_encode
 from agents.examples import CALCULATOR
 from agents.models import Agent
-from agents.tokens import token_encode
 from tests.fakes.openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parent.parent

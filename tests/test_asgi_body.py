@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from agents.access.tokens import token_encode
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
-from agents.tokens import token_encode
 from tests.live import platform_port  # noqa: F401 (the fixture `port`)
 
 LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)

@@ -21,11 +21,11 @@ import pytest
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
+from agents.access.api_clients import api_client_create
+from agents.access.permissions import Action, grant
+from agents.access.tokens import token_encode
 from agents.models import Agent, AgentVersion, Environment, VersionAlias
-from agents.permissions import Action, grant
 from agents.services.aliases import alias_set
-from agents.services.api_clients import api_client_create
-from agents.tokens import token_encode
 from tests.conftest import client_for
 from tests.factories import CALCULATOR_CONFIG, UserFactory
 

@@ -40,10 +40,10 @@ from schemathesis.generation.stateful.state_machine import StepInput, StepOutput
 from schemathesis.specs.openapi.stateful.links import OpenApiLink
 
 from agentbuilder.api.openapi import LINKS
+from agents.access.tokens import token_encode
 from agents.mcp.servers import mcp_server_create
 from agents.models import Agent, AgentVersion, AliasChange, Run
 from agents.services.aliases import alias_set
-from agents.tokens import token_encode
 from retrieval.indexing import document_ingest
 from retrieval.services import document_create
 from tests.agents.mcp.test_mcp import serve

@@ -219,7 +219,7 @@ import jwt
 from datetime import UTC, datetime, timedelta
 from agents.mcp.secrets import HeadersUnreadable, _fernet, decrypt_headers, encrypt_headers
 from django.conf import settings
-from agents.tokens import token_decode
+from agents.access.tokens import token_decode
 
 now = datetime.now(UTC)
 claims = {{

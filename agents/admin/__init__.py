@@ -1,22 +1,22 @@
 """The admin: environments, agents and their versions, catalogs, API clients, MCP servers,
 runs, documents."""
 
+from agents.access import admin as access
 from agents.admin import (
     agents,
-    api_clients,
     documents,
-    environments,
     llm_models,
     mcp,
     runs,
     versions,
 )
 
+# Environments and API clients have their pages beside the rest of access
+# (agents/access/admin.py); importing them here registers them with the others.
 __all__ = [
+    "access",
     "agents",
-    "api_clients",
     "documents",
-    "environments",
     "llm_models",
     "mcp",
     "runs",

@@ -16,6 +16,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from guardian.admin import GuardedModelAdmin, ReinforcedGuardedModelAdminMixin
 
+from agents.access.permissions import Action, agents_with, environments_with, may_flag
 from agents.admin.aliases import aliases_page
 from agents.admin.compare import compare_page
 from agents.admin.config_editor import ConfigEditorWidget, check_view, schema_view
@@ -30,7 +31,6 @@ from agents.admin.forms import (
 from agents.admin.playground import PlaygroundStreamView, playground_page
 from agents.examples import TEMPLATES
 from agents.models import Agent, AgentType, AgentVersion, Environment
-from agents.permissions import Action, agents_with, environments_with, may_flag
 from agents.selectors.agents import agent_get
 from agents.services.agents import agent_create, agent_delete, agent_update
 from agents.services.config_check import config_validate

@@ -18,8 +18,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from agentbuilder.errors import DomainError, Invalid
+from agents.access.permissions import Action, agents_with
 from agents.models import Agent
-from agents.permissions import Action, agents_with
 from agents.selectors.aliases import alias_history, alias_list
 from agents.services.aliases import alias_delete, alias_roll_back, alias_set
 

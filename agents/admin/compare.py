@@ -16,9 +16,9 @@ from django.template.response import TemplateResponse
 from django.utils.safestring import SafeString
 
 from agentbuilder.errors import Invalid, NotFound
+from agents.access.permissions import Action, agents_with
 from agents.admin.forms import config_text
 from agents.models import Agent, AgentVersion
-from agents.permissions import Action, agents_with
 from agents.selectors.aliases import alias_list
 from agents.selectors.versions import version_get
 

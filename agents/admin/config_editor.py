@@ -15,11 +15,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from agentbuilder.errors import DomainError, Invalid
+from agents.access.permissions import environments_visible
 from agents.configs import CONFIG_MODELS
 from agents.examples import TEMPLATES
 from agents.mcp.servers import mcp_server_list
 from agents.models import AgentType, Environment
-from agents.permissions import environments_visible
 from agents.runtime.tools.functions import REGISTRY
 from agents.selectors.agents import agent_list
 from agents.selectors.catalog import model_list

@@ -17,9 +17,9 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from agentbuilder.errors import DomainError, Invalid
+from agents.access.permissions import Action, agents_with, environments_with, require_on_environment
 from agents.configs import RagSettings, config_parse
 from agents.models import Agent, AgentType, Environment
-from agents.permissions import Action, agents_with, environments_with, require_on_environment
 from agents.rag import search_now, search_request
 from agents.runtime.rag_agent import context_str
 from agents.selectors.versions import version_get

@@ -20,9 +20,9 @@ from django.urls import reverse
 
 from agentbuilder.api.middleware import ADMIN_UPLOAD_DOCUMENTS
 from agentbuilder.errors import DomainError, Invalid
+from agents.access.permissions import Action, environments_with, require_on_environment
 from agents.admin.forms import json_object_or_empty
 from agents.models import Environment
-from agents.permissions import Action, environments_with, require_on_environment
 from retrieval import services
 from retrieval.models import Document
 

@@ -26,10 +26,10 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
+from agents.access.permissions import Action, environments_with
 from agents.admin.document_search import search_page
 from agents.admin.document_upload import upload_page
 from agents.admin.forms import ServiceForm, json_object_or_empty, model_fields
-from agents.permissions import Action, environments_with
 from retrieval import selectors, services
 from retrieval.models import Document
 

@@ -13,10 +13,10 @@ from django.http import HttpRequest
 
 from agentbuilder.errors import ErrorItem
 from agentbuilder.scoped_admin import EnvironmentScopedAdmin
+from agents.access.permissions import Action, environments_with
 from agents.admin.forms import ServiceForm, form_for_user, model_fields
 from agents.mcp import servers
 from agents.models import Environment, McpServer, McpTransport
-from agents.permissions import Action, environments_with
 
 HEADERS_HELP = (
     "One 'Name: value' per line. Values are stored encrypted and never shown again. "

@@ -12,12 +12,12 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from agents.access.permissions import Action, agents_with
 from agents.admin.forms import (
     PRE_STYLE,
     config_text,
 )
 from agents.models import AgentVersion
-from agents.permissions import Action, agents_with
 
 DIFF_STYLES = {"+": "background:#e6ffec", "-": "background:#ffebe9", "@": "color:#57606a"}
 

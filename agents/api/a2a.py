@@ -71,11 +71,12 @@ from agentbuilder.api.parsers import RequestTooLarge, check_text
 from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
+from agents.access.environments import environment_public
+from agents.access.permissions import Action
 from agents.api.streaming import run_headers
 from agents.api.views import ENVIRONMENT
 from agents.configs import config_parse
 from agents.models import Agent, AgentVersion, Run, RunStatus
-from agents.permissions import Action
 from agents.protocols.a2a.card import agent_card, card_json, extended_card
 from agents.protocols.a2a.dialects import Dialect, Method, card_dialect
 from agents.protocols.a2a.encoder import (
@@ -116,7 +117,6 @@ from agents.selectors.agents import (
     agent_list_public,
 )
 from agents.selectors.aliases import alias_list
-from agents.selectors.environments import environment_public
 from agents.selectors.runs import runs_visible
 from agents.selectors.versions import (
     latest_versions,

@@ -9,11 +9,11 @@ from rest_framework.response import Response
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import PageQuery, page_of, paginate
 from agentbuilder.api.views import ApiView, render
+from agents.access.environments import environment_list
 from agents.api import schemas as s
 from agents.api.views import PAGE
 from agents.models import AgentType
 from agents.selectors.catalog import model_list
-from agents.selectors.environments import environment_list
 
 AGENT_TYPE_DESCRIPTIONS = {
     AgentType.TOOL: "Calls function tools, other agents and MCP servers in a loop; can "

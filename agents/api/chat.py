@@ -31,10 +31,10 @@ from agentbuilder.api.negotiation import JsonAnswers
 from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid
+from agents.access.permissions import Action
 from agents.api.streaming import collected_events, run_headers, streamed
 from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.configs import StructuredOutputTool, ToolAgentConfig
-from agents.permissions import Action
 from agents.protocols.chat_completions.encoder import (
     KEEPALIVE,
     ChatCompletion,

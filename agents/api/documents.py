@@ -23,10 +23,10 @@ from agentbuilder.api.paths import path_uuid
 from agentbuilder.api.views import ApiView, render
 from agentbuilder.errors import Invalid
 from agentbuilder.wire import CamelModel, OutputModel, parse
+from agents.access.permissions import Action, require_on_environment
 from agents.api.views import ENVIRONMENT
 from agents.configs import RagSettings
 from agents.models import Environment
-from agents.permissions import Action, require_on_environment
 from agents.rag import search_now, search_request
 from retrieval import selectors, services
 from retrieval.models import Document

@@ -25,11 +25,11 @@ from agentbuilder.api.paths import path_uuid
 from agentbuilder.api.views import ApiView, AsyncApiView, render
 from agentbuilder.db import in_db
 from agentbuilder.wire import CamelModel, OutputModel
+from agents.access.permissions import Action
 from agents.api.views import ENVIRONMENT, PAGE
 from agents.mcp import servers
 from agents.mcp.types import McpEndpoint
 from agents.models import NAME_PATTERN, McpServer
-from agents.permissions import Action
 
 SERVER_ID = OpenApiParameter(
     "serverId", OpenApiTypes.UUID, OpenApiParameter.PATH, description="Server uuid."

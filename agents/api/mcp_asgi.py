@@ -54,12 +54,12 @@ from agentbuilder.api.middleware import max_body_bytes
 from agentbuilder.api.parsers import check_text
 from agentbuilder.db import in_db
 from agentbuilder.errors import DomainError, Invalid
-from agents.api.authentication import BearerTokenAuthentication
+from agents.access.authentication import BearerTokenAuthentication
+from agents.access.environments import environment_resolve
 from agents.api.mcp_server import CALLER_KEY, HANDLERS_KEY, server
 from agents.protocols.mcp_server.envelope import Refusal, refusal
 from agents.protocols.mcp_server.request import Caller
 from agents.runs.request import call_depth_of
-from agents.selectors.environments import environment_resolve
 
 PATH = "/v1/mcp"
 # RFC 9728's metadata of this protected resource (served from the identity issue on; until

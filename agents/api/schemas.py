@@ -34,17 +34,6 @@ AgentTypeName = Literal["tool", "rag", "task"]
 # ---------------------------------------------------------------- requests
 
 
-class TokenRequest(CamelModel):
-    model_config = CamelModel.model_config | {"alias_generator": None}
-
-    grant_type: Literal["client_credentials", "password"]
-    client_id: str | None = Field(None, max_length=200)
-    client_secret: str | None = Field(None, max_length=500)
-    username: str | None = Field(None, max_length=150)
-    password: str | None = Field(None, max_length=500)
-    scope: str | None = None  # accepted and ignored, as OAuth clients send it
-
-
 class AgentCreate(CamelModel):
     name: str = Name
     display_name: str = Field("", max_length=200)
@@ -94,14 +83,6 @@ class ModelListQuery(PageQuery):
 
 
 # ---------------------------------------------------------------- answers
-
-
-class TokenOut(OutputModel):
-    model_config = OutputModel.model_config | {"alias_generator": None}
-
-    access_token: str
-    token_type: Literal["Bearer"] = "Bearer"  # noqa: S105 - a scheme name, not a secret
-    expires_in: int
 
 
 class EnvironmentOut(OutputModel):

@@ -1,9 +1,9 @@
 from django.urls import path
 
+from agents.access.api import TokenView
 from agents.api import (
     agents,
     aliases,
-    auth,
     catalogs,
     chat,
     documents,
@@ -19,7 +19,7 @@ from agents.api import (
 VERSION = "agents/<str:agentId>/versions/<str:versionId>"
 
 urlpatterns = [
-    path("auth/token", auth.TokenView.as_view(), name="auth-token"),
+    path("auth/token", TokenView.as_view(), name="auth-token"),
     path("environments", catalogs.EnvironmentListView.as_view(), name="environment-list"),
     path("models", catalogs.ModelListView.as_view(), name="model-list"),
     path("agents", agents.AgentListView.as_view(), name="agent-list"),

@@ -10,9 +10,9 @@ from rest_framework.response import Response
 
 from agentbuilder.api.pagination import PageQuery, paginate
 from agentbuilder.api.views import ApiView, render
+from agents.access.permissions import Action
 from agents.api import schemas as s
 from agents.api.views import AGENT_ID, ENVIRONMENT, PAGE, VERSION_ID, AgentScopedView
-from agents.permissions import Action
 from agents.selectors.agents import agents_by_ids
 from agents.selectors.versions import latest_versions, version_get, version_list
 from agents.services.versions import version_add

@@ -16,8 +16,8 @@ from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import PageQuery
 from agentbuilder.api.paths import path_uuid
 from agentbuilder.api.views import ApiView
+from agents.access.permissions import Action
 from agents.models import Agent
-from agents.permissions import Action
 from agents.runtime import depth
 from agents.selectors.agents import agent_get
 

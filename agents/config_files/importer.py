@@ -12,6 +12,7 @@ from django.db import transaction
 
 from agentbuilder.errors import DomainError, ErrorItem, Invalid, NotFound
 from agentbuilder.wire import parse
+from agents.access.permissions import Action
 from agents.config_files.documents import (
     BY_NAME,
     AgentEntry,
@@ -24,7 +25,6 @@ from agents.config_files.documents import (
 )
 from agents.mcp.servers import mcp_server_by_ref
 from agents.models import Agent, Environment
-from agents.permissions import Action
 from agents.selectors.agents import agent_get_by_name
 from agents.services.agents import agent_create, agent_update
 from agents.services.config_check import config_validate

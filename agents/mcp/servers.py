@@ -27,6 +27,7 @@ from agentbuilder.errors import (
     NotFound,
     PermissionDenied,
 )
+from agents.access.permissions import Action, holds_on_environment, require_on_environment
 from agents.mcp.secrets import HeadersUnreadable, decrypt_headers, encrypt_headers
 from agents.mcp.ssrf import NetworkPolicy, UrlRefused, check_url, policy_from_settings
 from agents.mcp.types import (
@@ -38,7 +39,6 @@ from agents.mcp.types import (
     RemoteTool,
 )
 from agents.models import NAME_PATTERN, Environment, McpServer, McpTransport
-from agents.permissions import Action, holds_on_environment, require_on_environment
 
 Loc = tuple[str | int, ...]
 

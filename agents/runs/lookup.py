@@ -11,8 +11,8 @@ from django.db import connection
 
 from agentbuilder.db import columns_sql, one_model, one_row
 from agentbuilder.errors import Invalid, NotFound
+from agents.access.permissions import held_array, held_read
 from agents.models import Agent, AgentVersion, Environment, LLMModel
-from agents.permissions import held_array, held_read
 from agents.selectors.agents import agent_get_to_invoke, invocable
 from agents.selectors.versions import version_ref_parse, version_where
 

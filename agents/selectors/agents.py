@@ -10,8 +10,8 @@ from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Lower
 
 from agentbuilder.errors import NotFound, PermissionDenied
+from agents.access.permissions import Action, agent_with_held, agents_with, may, may_flag
 from agents.models import Agent, AgentVersion, Environment
-from agents.permissions import Action, agent_with_held, agents_with, may, may_flag
 
 SEEN_TO_INVOKE = {Action.READ, Action.INVOKE}
 

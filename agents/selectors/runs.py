@@ -8,8 +8,8 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from agentbuilder.errors import NotFound
+from agents.access.permissions import Action, may
 from agents.models import Agent, Environment, Run
-from agents.permissions import Action, may
 
 
 def runs_visible(*, user: Any, environment: Environment | None = None) -> QuerySet[Run]:

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from agentbuilder.db import unique_violation
 from agentbuilder.errors import Conflict, ErrorItem, Invalid, NotFound
+from agents.access.permissions import Action, require_on_environment
 from agents.models import NAME_PATTERN, Agent, AgentType, AgentVersion, Environment
-from agents.permissions import Action, require_on_environment
 from agents.services.config_check import config_validate
 
 NAME_CONSTRAINT = "agent_name_ci_unique_per_environment"

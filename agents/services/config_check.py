@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import Q
 
 from agentbuilder.errors import ErrorItem, Invalid, Loc
+from agents.access.permissions import Action, agents_with
 from agents.configs import (
     AgentConfig,
     FunctionTool,
@@ -22,7 +23,6 @@ from agents.configs import (
 )
 from agents.mcp.servers import raw_url_problem
 from agents.models import Environment, LLMModel, McpServer
-from agents.permissions import Action, agents_with
 from agents.runtime.tools.functions import function_names
 from guardrails.selectors import unknown_guardrail_names
 from retrieval.hxql import HxqlError, parse_hxql

@@ -14,10 +14,10 @@ from django.test import Client
 from django.urls import reverse
 from guardian.shortcuts import get_perms
 
+from agents.access.api_clients import api_client_create
+from agents.access.permissions import Action, grant
 from agents.models import Agent, AgentVersion, APIClient, Environment, LLMModel
-from agents.permissions import Action, grant
 from agents.services.agents import agent_delete
-from agents.services.api_clients import api_client_create
 from agents.services.versions import version_add
 from guardrails.models import Guardrail
 from tests.factories import CALCULATOR_CONFIG, UserFactory

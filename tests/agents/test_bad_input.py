@@ -18,9 +18,9 @@ from django.core.cache import cache
 from django.test import override_settings
 from rest_framework.test import APIClient
 
+from agents.access.api_clients import api_client_create
+from agents.access.permissions import Action
 from agents.models import Agent, AgentVersion
-from agents.permissions import Action
-from agents.services.api_clients import api_client_create
 from tests.conftest import client_for
 from tests.factories import CALCULATOR_CONFIG, TASK_CONFIG, UserFactory
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from agents.access.permissions import Action, grant
 from agents.models import Agent, AgentVersion, Environment, LLMModel
-from agents.permissions import Action, grant
 from agents.services.agents import agent_delete
 from tests.factories import CALCULATOR_CONFIG, RAG_CONFIG, TASK_CONFIG
 

@@ -12,9 +12,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agentbuilder.errors import Invalid, NotFound, PermissionDenied
+from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR
 from agents.models import LLMModel
-from agents.permissions import Action, grant
 from agents.runs import event_log
 from agents.runs.lookup import agent_and_version_to_invoke, version_to_run
 from agents.runs.spec import agent_spec

@@ -11,8 +11,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
+from agents.access.permissions import Action, grant
 from agents.models import Agent, Environment, McpServer, Run
-from agents.permissions import Action, grant
 from agents.services.aliases import alias_set
 from agents.services.versions import version_add
 from retrieval.models import Document

@@ -18,8 +18,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from agentbuilder.api.middleware import max_body_bytes
+from agents.access.permissions import Action, grant
 from agents.models import Environment
-from agents.permissions import Action, grant
 from retrieval.models import Chunk, Document
 from tests.factories import RAG_CONFIG, EnvironmentFactory, UserFactory
 

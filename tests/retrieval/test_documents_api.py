@@ -13,8 +13,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
+from agents.access.permissions import Action, grant
 from agents.models import Environment
-from agents.permissions import Action, grant
 from retrieval.models import Chunk, Document
 from tests.conftest import client_for
 from tests.factories import UserFactory

@@ -19,7 +19,7 @@ import pytest
 from django.db import connections, transaction
 from django.utils import timezone
 
-from agents.tokens import token_encode
+from agents.access.tokens import token_encode
 from retrieval.ingestion import documents_recover, ingestion_wait
 from retrieval.models import Chunk, Document, DocumentStatus
 from retrieval.services import document_create
@@ -167,7 +167,7 @@ def test_a_document_whose_ingestions_keep_dying_is_failed_after_the_bounded_atte
 def test_the_same_idempotency_key_from_the_same_caller_is_the_same_document(
     owner: Any, stranger: Any, env: Any
 ) -> None:
-    from agents.permissions import Action, grant
+    from agents.access.permissions import Action, grant
 
     grant(stranger, Action.CREATE, env)
     body = {"title": "Handbook", "text": "Twenty five days of paid vacation."}

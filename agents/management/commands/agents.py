@@ -10,9 +10,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agentbuilder.errors import NotFound
+from agents.access.environments import DEFAULT_ENVIRONMENT, environment_resolve
 from agents.config_files import ImportFailed, agents_export, agents_import
 from agents.models import Environment
-from agents.selectors.environments import DEFAULT_ENVIRONMENT, environment_resolve
 
 
 class Command(BaseCommand):

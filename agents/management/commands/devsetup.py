@@ -12,9 +12,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from agents.access.environments import DEFAULT_ENVIRONMENT
 from agents.examples import DEV_EXAMPLES, DOCUMENT_HELPER
 from agents.models import Agent, Environment
-from agents.selectors.environments import DEFAULT_ENVIRONMENT
 from agents.services.agents import agent_create
 from retrieval.indexing import document_ingest
 from retrieval.ingestion import ingestion_wait

@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from agents.access.permissions import Action, grant
 from agents.models import AliasChange, Run, VersionAlias
-from agents.permissions import Action, grant
 from agents.services.aliases import alias_set
 from agents.services.versions import version_add
 from tests.factories import CALCULATOR_CONFIG, UserFactory

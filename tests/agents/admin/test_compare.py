@@ -8,7 +8,7 @@ from typing import Any
 from django.test import Client
 from django.urls import reverse
 
-from agents.permissions import Action, grant
+from agents.access.permissions import Action, grant
 from agents.services.versions import version_add
 from tests.factories import CALCULATOR_CONFIG, UserFactory
 

@@ -12,10 +12,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from agents.access.permissions import Action, grant
 from agents.admin.config_editor import config_schema
 from agents.examples import TEMPLATES
 from agents.models import Agent, AgentVersion
-from agents.permissions import Action, grant
 from agents.runtime.tools.functions import REGISTRY
 from agents.services.config_check import config_validate
 from tests.agents.test_admin import browser_post_data

@@ -13,9 +13,9 @@ from asgiref.sync import async_to_sync
 from django.test import Client
 from django.urls import reverse
 
+from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
-from agents.permissions import Action, grant
 from retrieval.services import document_create
 from tests.agents.admin.conftest import REMOTE_CALCULATOR
 from tests.factories import CONFIGS, UserFactory

@@ -13,9 +13,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
 
+from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
-from agents.permissions import Action, grant
 from tests.agents.admin.conftest import REMOTE_CALCULATOR
 from tests.browser import BROWSER, Page, browser_server, chrome, page  # noqa: F401 (fixtures)
 from tests.factories import CONFIGS, UserFactory

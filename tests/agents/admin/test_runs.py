@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from agents.access.permissions import Action, grant
 from agents.models import Run
-from agents.permissions import Action, grant
 from tests.factories import UserFactory
 
 

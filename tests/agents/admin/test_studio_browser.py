@@ -17,9 +17,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.select import Select
 
+from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR, SUMMARIZER
 from agents.models import Agent, AgentVersion
-from agents.permissions import Action, grant
 from agents.services.config_check import config_validate
 from agents.services.versions import version_add
 from tests.agents.test_admin import staff_with

@@ -13,8 +13,8 @@ from django.db import IntegrityError, transaction
 from rest_framework.test import APIClient
 
 from agentbuilder.errors import Invalid
+from agents.access.permissions import Action, grant
 from agents.models import Agent, AliasChange, Run, VersionAlias
-from agents.permissions import Action, grant
 from agents.selectors.versions import version_ref_parse
 from agents.services.versions import version_add
 from tests.conftest import client_for

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from django.core.asgi import get_asgi_application
 
+from agents.access.tokens import token_encode
 from agents.examples import CALCULATOR
 from agents.models import Run
-from agents.tokens import token_encode
 from tests.agents.api.conftest import CREATED, DELTA, Backend
 from tests.fakes.server import Turn
 from tests.live import live_app

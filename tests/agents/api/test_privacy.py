@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
-from agents.permissions import Action, grant
 from tests.agents.api.conftest import Backend, invoke
 from tests.conftest import client_for
 from tests.factories import UserFactory

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from agents.access.permissions import Action, grant
 from agents.models import Agent, Run
-from agents.permissions import Action, grant
 from tests.agents.api.conftest import REVIEW_TASK, Answer, invoke, no_run_in_progress
 from tests.conftest import client_for
 from tests.factories import TASK_CONFIG, UserFactory

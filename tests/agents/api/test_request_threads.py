@@ -16,9 +16,9 @@ from django.conf import settings
 from django.test import override_settings
 
 from agentbuilder.asgi import application
+from agents.access.tokens import token_encode
 from agents.examples import CALCULATOR
 from agents.models import Run
-from agents.tokens import token_encode
 from tests.agents.api.conftest import COMPLETED, DELTA, Backend
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Turn

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.access.permissions import Action, grant
 from agents.models import Run
-from agents.permissions import Action, grant
 from tests.agents.api.conftest import REVIEW_TASK, invoke
 from tests.conftest import client_for
 from tests.factories import UserFactory

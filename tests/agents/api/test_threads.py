@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.permissions import Action, grant
+from agents.access.permissions import Action, grant
 from tests.agents.api.conftest import Backend, invoke
 from tests.conftest import client_for
 from tests.factories import UserFactory

@@ -22,12 +22,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from rest_framework.test import APIClient
 
 from agentbuilder.errors import Invalid
+from agents.access.permissions import Action, grant
 from agents.mcp import cache
 from agents.mcp.secrets import HeadersUnreadable, decrypt_headers
 from agents.mcp.ssrf import NetworkPolicy, UrlRefused, check_url, policy_from_settings
 from agents.mcp.types import McpEndpoint, McpServerRequest
 from agents.models import Environment, McpServer, Run
-from agents.permissions import Action, grant
 from agents.runs.mcp_servers import request_server_specs
 from agents.runtime.spec import McpServerSpec
 from agents.runtime.tools.mcp import mcp_tools

@@ -21,12 +21,13 @@ from openai.types.chat import ChatCompletionChunk
 
 from agentbuilder.errors import Invalid
 from agentbuilder.wire import parse
+from agents.access.permissions import Action, grant
+from agents.access.tokens import token_encode
 from agents.api import chat
 from agents.examples import CALCULATOR, PERSON_EXTRACTOR
 from agents.llm.base import ToolCallPart, Usage
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Agent, Run
-from agents.permissions import Action, grant
 from agents.protocols.chat_completions.encoder import (
     ARGUMENT_FRAGMENT_CHARS,
     ChunkEncoder,
@@ -42,7 +43,6 @@ from agents.runtime.events import (
     ToolResult,
 )
 from agents.runtime.tools.functions import REGISTRY, FunctionSpec
-from agents.tokens import token_encode
 from tests.agents.api.conftest import MODELS, Backend, _backend, openai_server  # noqa: F401
 from tests.fakes.server import Call, Turn
 from tests.live import django_port, owner_token  # noqa: F401 (the fixtures port, token)

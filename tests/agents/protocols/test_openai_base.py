@@ -9,11 +9,11 @@ import openai
 import pytest
 from openai import OpenAI
 
+from agents.access.permissions import Action, grant
+from agents.access.tokens import token_encode
 from agents.examples import CALCULATOR
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Agent, Run
-from agents.permissions import Action, grant
-from agents.tokens import token_encode
 from tests.factories import CONFIGS, UserFactory
 from tests.live import django_port  # noqa: F401 (the fixture `port`)
 

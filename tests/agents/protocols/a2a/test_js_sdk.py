@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
+from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Agent, Run
-from agents.permissions import Action, grant
 from agents.protocols.a2a.card import EXTENDED_URI
 from tests.agents.api.conftest import MODELS, openai_server  # noqa: F401
 from tests.agents.protocols.a2a.test_sdk_client import base, tok

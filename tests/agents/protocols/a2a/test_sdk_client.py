@@ -23,13 +23,13 @@ from a2a.utils.proto_utils import validate_proto_required_fields
 from django.db import connection
 from google.protobuf.json_format import MessageToDict
 
+from agents.access.permissions import Action, grant
+from agents.access.tokens import token_encode
 from agents.api import a2a as a2a_views
 from agents.examples import CALCULATOR, SUMMARIZER
 from agents.models import Agent, Run
-from agents.permissions import Action, grant
 from agents.protocols.a2a.encoder import TaskEncoder
 from agents.runtime.tools.functions import REGISTRY, FunctionSpec
-from agents.tokens import token_encode
 from guardrails.models import DEFAULT_BLOCKED_INPUT
 from tests.agents.api.conftest import Backend, _backend, openai_server  # noqa: F401
 from tests.agents.protocols.a2a.test_jsonrpc import EMPTY_OUTPUT_TASK

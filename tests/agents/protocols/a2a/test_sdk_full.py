@@ -23,9 +23,9 @@ from django.test import override_settings
 from google.protobuf.json_format import ParseDict
 from rest_framework.test import APIClient
 
+from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
-from agents.permissions import Action, grant
 from agents.protocols.a2a.card import EXTENDED_URI
 from agents.services.aliases import alias_set
 from agents.services.versions import version_add

@@ -26,9 +26,9 @@ from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
+from agents.access.tokens import token_encode
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
-from agents.tokens import token_encode
 from tests.live import django_port  # noqa: F401 (the fixture `port`)
 
 LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)

@@ -26,10 +26,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
+from agents.access.permissions import Action, grant
+from agents.access.tokens import token_encode
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
-from agents.permissions import Action, grant
-from agents.tokens import token_encode
 from guardrails.models import DEFAULT_BLOCKED_INPUT
 from retrieval.services import document_create
 from tests.factories import CONFIGS, UserFactory

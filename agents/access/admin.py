@@ -1,4 +1,6 @@
-"""The admin of API clients: minted through the service, their secret shown once."""
+"""The admin of environments (each with its count of live agents) and of API clients
+(minted through the service, their secret shown once). Registered with the admin's other
+pages by agents.admin."""
 
 from __future__ import annotations
 
@@ -6,19 +8,39 @@ from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
+from guardian.admin import GuardedModelAdmin, ReinforcedGuardedModelAdminMixin
 from guardian.shortcuts import get_perms
 
 from agentbuilder.errors import PermissionDenied
 from agentbuilder.scoped_admin import EnvironmentScopedAdmin, writable
+from agents.access.api_clients import IssuedClient, api_client_create
+from agents.access.permissions import Action, environments_visible, environments_with
 from agents.admin.forms import (
     ServiceForm,
     form_for_user,
     model_fields,
 )
 from agents.models import APIClient, Environment
-from agents.permissions import Action, environments_with
-from agents.services.api_clients import IssuedClient, api_client_create
+
+
+@admin.register(Environment)
+class EnvironmentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):  # type: ignore[misc]
+    list_display = ("name", "description", "live_agents", "created_at")
+    search_fields = ("name", "description")
+    fields = ("name", "description")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Environment]:
+        envs = super().get_queryset(request)
+        if not request.user.is_superuser:
+            envs = envs.filter(pk__in=environments_visible(request.user).values("pk"))
+        alive = Q(agents__deleted_at__isnull=True)
+        return envs.annotate(live_agent_count=Count("agents", filter=alive))
+
+    @admin.display(description="agents", ordering="live_agent_count")
+    def live_agents(self, env: Environment) -> int:
+        return env.live_agent_count  # type: ignore[attr-defined]
 
 
 class APIClientAddForm(ServiceForm):

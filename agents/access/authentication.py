@@ -1,3 +1,6 @@
+"""Who is calling: the Bearer token of every /v1 request (DRF's authentication class, named
+in settings), and how the OpenAPI document describes it."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -7,7 +10,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from agents.tokens import Claims, credentials_current, token_decode, token_holder
+from agents.access.tokens import Claims, credentials_current, token_decode, token_holder
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -40,7 +43,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "agents.api.authentication.BearerTokenAuthentication"
+    target_class = "agents.access.authentication.BearerTokenAuthentication"
     name = "bearerAuth"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """The agents app's side of agentbuilder.access: the request's environment and the
-environment grants (agents.permissions) for the project package and the apps that do not
-import agents. Provided at start-up (agents.apps)."""
+environment grants (agents.access.permissions) for the project package and the apps that do
+not import agents. Provided at start-up (agents.apps)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,14 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
+from agents.access.environments import environment_resolve
+from agents.access.permissions import (
+    Action,
+    environments_with,
+    in_environments_with,
+    may_change_row,
+)
 from agents.models import Environment
-from agents.permissions import Action, environments_with, in_environments_with, may_change_row
-from agents.selectors.environments import environment_resolve
 
 # What adding, changing and deleting an environment-scoped row needs.
 WRITE = Action.EDIT

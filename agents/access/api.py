@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from drf_spectacular.utils import extend_schema
+from pydantic import Field
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -10,9 +13,28 @@ from rest_framework.response import Response
 from agentbuilder.api.parsers import FormParser, JSONParser
 from agentbuilder.api.views import ApiView, render
 from agentbuilder.errors import Invalid
-from agents.api import schemas as s
-from agents.api.throttling import ScopedRateThrottle, credential_attempt
-from agents.services.api_clients import token_for_client, token_for_user
+from agentbuilder.wire import CamelModel, OutputModel
+from agents.access.throttling import ScopedRateThrottle, credential_attempt
+from agents.access.tokens import token_for_client, token_for_user
+
+
+class TokenRequest(CamelModel):
+    model_config = CamelModel.model_config | {"alias_generator": None}
+
+    grant_type: Literal["client_credentials", "password"]
+    client_id: str | None = Field(None, max_length=200)
+    client_secret: str | None = Field(None, max_length=500)
+    username: str | None = Field(None, max_length=150)
+    password: str | None = Field(None, max_length=500)
+    scope: str | None = None  # accepted and ignored, as OAuth clients send it
+
+
+class TokenOut(OutputModel):
+    model_config = OutputModel.model_config | {"alias_generator": None}
+
+    access_token: str
+    token_type: Literal["Bearer"] = "Bearer"  # noqa: S105 - a scheme name, not a secret
+    expires_in: int
 
 
 class TokenView(ApiView):
@@ -25,16 +47,16 @@ class TokenView(ApiView):
     @extend_schema(
         operation_id="auth_token",
         request={
-            "application/json": s.TokenRequest,
-            "application/x-www-form-urlencoded": s.TokenRequest,
+            "application/json": TokenRequest,
+            "application/x-www-form-urlencoded": TokenRequest,
         },
-        responses={200: s.TokenOut},
+        responses={200: TokenOut},
         auth=[],
         tags=["auth"],
         summary="Get an access token (client credentials or password grant)",
     )
     def post(self, request: Request) -> Response:
-        body = self.body(s.TokenRequest)
+        body = self.body(TokenRequest)
         if body.grant_type == "client_credentials":
             client_id = _required(body.client_id, "client_id")
             client_secret = _required(body.client_secret, "client_secret")
@@ -45,7 +67,7 @@ class TokenView(ApiView):
             password = _required(body.password, "password")
             with credential_attempt(f"user:{username}"):
                 issued = token_for_user(username=username, password=password)
-        return render(s.TokenOut(access_token=issued.access_token, expires_in=issued.expires_in))
+        return render(TokenOut(access_token=issued.access_token, expires_in=issued.expires_in))
 
 
 def _required(value: str | None, field: str) -> str:

@@ -1,4 +1,5 @@
-"""Signed JWT access tokens (HS256): who the caller is and, for API clients, their environment."""
+"""Signed JWT access tokens (HS256): who the caller is and, for API clients, their
+environment; issued for a client's secret or a user's password, checked on every request."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ from typing import Any
 
 import jwt
 from django.conf import settings
-from django.contrib.auth import get_user_model
+from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth.hashers import check_password, make_password
 from django.db import connection
+from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from agentbuilder.db import columns_sql, one_row
+from agentbuilder.errors import PermissionDenied
+from agents.access.environments import DEFAULT_ENVIRONMENT
 from agents.models import APIClient, Environment
-from agents.selectors.environments import DEFAULT_ENVIRONMENT
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,7 @@ def credentials_stamp(user: Any) -> str:
     carries the stamp it was issued with and dies with it (`user.api_client` loaded)."""
     client = getattr(user, "api_client", None)  # none: Django raises an AttributeError
     secret = f"{user.password}\0{client.secret_hash if client is not None else ''}"
+    # The salt keeps the module's first name: changing it would revoke every live token.
     return salted_hmac(
         "agents.tokens.credentials", secret, secret=settings.JWT_SIGNING_KEY, algorithm="sha256"
     ).hexdigest()[:32]
@@ -85,7 +90,7 @@ def token_holder(claims: Claims) -> Any | None:
 
     The same statement reads the token's environment (its claim, else `default`), which
     nearly every request resolves next: `user.token_environment`, None when it is gone
-    (agents.selectors.environments.environment_resolve then says so)."""
+    (agents.access.environments.environment_resolve then says so)."""
     users = get_user_model()
     params = [_claimed_environment(claims), DEFAULT_ENVIRONMENT, claims.user_id]
     shapes = (users, ("client__", APIClient), ("env__", Environment))
@@ -130,3 +135,48 @@ def _holder_sql() -> str:
         )
         WHERE u.id = %s AND u.is_active AND (c.id IS NULL OR c.enabled)
     """  # noqa: S608
+
+
+# ---------------------------------------------------------------- grants
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    access_token: str
+    expires_in: int
+
+
+class BadCredentials(PermissionDenied):
+    status = 401
+
+
+def token_for_client(*, client_id: str, client_secret: str) -> IssuedToken:
+    """client_credentials grant. Raises BadCredentials."""
+    client = (
+        APIClient.objects.select_related("service_user")
+        .filter(client_id=client_id, enabled=True, service_user__is_active=True)
+        .first()
+    )
+    # Hash even for an unknown id so response time does not reveal which ids exist.
+    valid = check_password(client_secret, client.secret_hash if client else _dummy_hash())
+    if client is None or not valid:
+        raise BadCredentials("Invalid client credentials.")
+    APIClient.objects.filter(pk=client.pk).update(last_used_at=timezone.now())
+    token, lifetime = token_encode(
+        user_id=client.service_user_id, environment_id=str(client.environment_id)
+    )
+    return IssuedToken(token, lifetime)
+
+
+def token_for_user(*, username: str, password: str) -> IssuedToken:
+    """password grant. Raises BadCredentials."""
+    user = authenticate(username=username, password=password)
+    if user is None:
+        raise BadCredentials("Invalid username or password.")
+    token, lifetime = token_encode(user_id=user.pk, environment_id=None)
+    return IssuedToken(token, lifetime)
+
+
+@functools.cache
+def _dummy_hash() -> str:
+    return make_password(uuid.uuid4().hex)

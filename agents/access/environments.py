@@ -1,4 +1,8 @@
-"""Reads of environments: the request's, the caller's list, a public one."""
+"""Environments: the one a request acts in and the ones a caller sees.
+
+An environment is a tenant: agents, API clients, documents, guardrails and MCP servers
+belong to one, and a permission held on it holds for everything in it
+(agents.access.permissions)."""
 
 from __future__ import annotations
 
@@ -8,8 +12,8 @@ from typing import Any
 from django.db.models import QuerySet
 
 from agentbuilder.errors import NotFound
+from agents.access.permissions import environments_visible
 from agents.models import Environment
-from agents.permissions import environments_visible
 
 DEFAULT_ENVIRONMENT = "default"
 
@@ -18,7 +22,7 @@ def environment_resolve(*, user: Any, claim: str | None, header: str | None) -> 
     """The request's environment: the token's claim, else the header (name or id), else
     `default`. Raises NotFound for an environment the caller cannot see."""
     if not header or claim:
-        # Read with the token's holder (agents.tokens.token_holder): no query of its own.
+        # Read with the token's holder (agents.access.tokens.token_holder): no query of its own.
         known = getattr(user, "token_environment", None)
         if known is not None:
             return known
