@@ -36,7 +36,7 @@ async def lifespan(receive: Any, send: Any) -> None:
 
 # Any: Django's handler and the MCP SDK (Starlette) each type ASGI's arguments their own way.
 async def route(scope: Any, receive: Any, send: Any) -> None:
-    """A mounted path (`/v1/mcp`: the MCP SDK's transport, agents.api.mcp_asgi) to its
+    """A mounted path (`/v1/mcp`: the MCP SDK's transport, agents.protocols.mcp_server.asgi) to its
     endpoint, the lifespan here, the rest to Django."""
     if scope["type"] == "lifespan":
         await lifespan(receive, send)

@@ -265,6 +265,9 @@ LIVENESS_THREAD = env.bool("LIVENESS_THREAD", default=True)
 # Runs that go on after their request has answered (an A2A send that returns at once) are
 # run by the process, this many at once; the others wait their turn (agents.runs.detached).
 DETACHED_RUNS_CONCURRENCY = env.int("DETACHED_RUNS_CONCURRENCY", default=32)
+# Classes (dotted paths) that see every run's events and may stop a run: budgets,
+# approvals, telemetry plug in here (agents.runs.hooks).
+RUN_HOOKS = env.list("RUN_HOOKS", default=[])
 # Without a broker, uploads are ingested by this many threads of the web process, after
 # the 202 answer; 0: inside the upload request (the tests, whose rows other threads
 # cannot see).

@@ -9,7 +9,7 @@ urlpatterns = [
     path("v1/schema", SchemaView.as_view(), name="schema"),
     path("v1/docs", DocsView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("agents.api.urls")),
-    path("v1/", include("agents.api.a2a_urls")),
+    path("v1/", include("agents.protocols.a2a.urls")),
     path("v1/", include("guardrails.api.urls")),
     # Last: any other /v1/ path is the API's JSON 404, DEBUG on or off (Django answers a
     # path no pattern matches with its HTML debug page under DEBUG, never calling

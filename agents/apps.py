@@ -15,4 +15,4 @@ class AgentsConfig(AppConfig):
         # answers, so none of them imports agents.
         access.provide(EnvironmentAccess())
         # /v1/mcp, our MCP server, beside Django's handler (agentbuilder.asgi).
-        asgi_mounts.mount("agents.api.mcp_asgi")
+        asgi_mounts.mount("agents.protocols.mcp_server.asgi")

@@ -8,7 +8,7 @@ import httpx2
 import pytest
 
 from agentbuilder import asgi_mounts
-from agents.api import mcp_asgi
+from agents.protocols.mcp_server import asgi as mcp_asgi
 from tests.live import platform_port  # noqa: F401 (the fixture `port`)
 
 LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)

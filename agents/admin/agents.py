@@ -28,9 +28,9 @@ from agents.admin.forms import (
     form_for_user,
     model_fields,
 )
-from agents.admin.playground import PlaygroundStreamView, playground_page
 from agents.examples import TEMPLATES
 from agents.models import Agent, AgentType, AgentVersion, Environment
+from agents.protocols.playground.views import PlaygroundStreamView, playground_page
 from agents.selectors.agents import agent_get
 from agents.services.agents import agent_create, agent_delete, agent_update
 from agents.services.config_check import config_validate

@@ -1,22 +1,12 @@
 from django.urls import path
 
 from agents.access.api import TokenView
-from agents.api import (
-    agents,
-    aliases,
-    catalogs,
-    chat,
-    documents,
-    invoke,
-    mcp,
-    openai_base,
-    process,
-    respond,
-    runs,
-    versions,
-)
-
-VERSION = "agents/<str:agentId>/versions/<str:versionId>"
+from agents.api import agents, aliases, catalogs, documents, mcp, runs, versions
+from agents.protocols.chat_completions import urls as chat_completions
+from agents.protocols.native import urls as native
+from agents.protocols.openai import urls as openai
+from agents.protocols.process import urls as process
+from agents.protocols.respond import urls as respond
 
 urlpatterns = [
     path("auth/token", TokenView.as_view(), name="auth-token"),
@@ -55,35 +45,10 @@ urlpatterns = [
         aliases.AliasDetailView.as_view(),
         name="alias-detail",
     ),
-    # protocol routes (respond, chat completions, process): one path(...) line each below
-    path(
-        f"{VERSION}/chat/completions", chat.ChatCompletionsView.as_view(), name="chat-completions"
-    ),
-    path(
-        "chat/completions", chat.ModelChatCompletionsView.as_view(), name="model-chat-completions"
-    ),
-    # The OpenAI-compatible base: `OpenAI(base_url=".../v1/openai")` works unmodified.
-    path("openai/models", openai_base.OpenAIModelListView.as_view(), name="openai-models"),
-    path(
-        # `<path:>`: an OpenAI model id may hold a slash (`openai/gpt-4o-mini`); no agent is
-        # named so, and the answer is OpenAI's model_not_found rather than the API's 404.
-        "openai/models/<path:model>",
-        openai_base.OpenAIModelDetailView.as_view(),
-        name="openai-model",
-    ),
-    path(
-        "openai/chat/completions",
-        openai_base.OpenAIChatCompletionsView.as_view(),
-        name="openai-chat-completions",
-    ),
-    path(f"{VERSION}/process", process.ProcessView.as_view(), name="process"),
-    path(f"{VERSION}/respond", respond.RespondView.as_view(), name="respond"),
-    path(f"{VERSION}/invoke", invoke.InvokeView.as_view(), name="invoke"),
-    path(f"{VERSION}/invoke-stream", invoke.InvokeStreamView.as_view(), name="invoke-stream"),
-    path(f"{VERSION}/invoke-task", invoke.InvokeTaskView.as_view(), name="invoke-task"),
-    path(
-        f"{VERSION}/invoke-task-stream",
-        invoke.InvokeTaskStreamView.as_view(),
-        name="invoke-task-stream",
-    ),
+    # The protocols' routes, each in its own package (docs/architecture.md#request-path).
+    *chat_completions.urlpatterns,
+    *openai.urlpatterns,
+    *process.urlpatterns,
+    *respond.urlpatterns,
+    *native.urlpatterns,
 ]

@@ -1,8 +1,8 @@
 """What the views of agents/api share: the path and header parameters they document, the
 agent id of a path (parsed once), and the base of the views of one agent.
 
-The views themselves live by sub-domain: auth, catalogs, agents, versions, runs, and one
-module a protocol route (invoke, respond, process, chat, openai_base).
+The views themselves live by sub-domain: auth, catalogs, agents, versions, runs; each
+protocol's views live in its package (agents.protocols.<name>.views).
 """
 
 from __future__ import annotations

@@ -1,15 +1,25 @@
-"""A run's events as every protocol streams or collects them, recorded as they pass."""
+"""The one path a run takes to its client, whatever the protocol: its events recorded as
+they pass (and shown to the run hooks, agents.runs.hooks), then encoded as a stream
+(`encoded`, with keep-alive) or taken one by one to the end (`answered`, `collected`).
+A protocol's view only parses its request and encodes events
+(docs/architecture.md#request-path).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import sys
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import aclosing
+from typing import TypeVar
 
 from agentbuilder.db import in_db
 from agents.models import RunStatus
 from agents.runs import leases, live
+from agents.runs.hooks import StopRun, hooks_end, hooks_see
+from agents.runs.pacing import paced
 from agents.runs.record import RunRecorder
 from agents.runs.start import Invocation
 from agents.runtime.engine import run
@@ -18,6 +28,7 @@ from agents.runtime.failures import FailureCode
 from agents.runtime.spec import Meter
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # The client went away: the server cancels the response's task (or, on some servers, the
 # socket's write fails), and the stream is closed.
@@ -97,17 +108,24 @@ class RecordedEvents:
         canceled = False
         try:
             broken: ResponseFailed | None = None
+            events = run(
+                invocation.spec,
+                invocation.run_input,
+                response_id=invocation.response_id,
+                meter=Meter(trace=recorder.trace),
+            )
             try:
-                async for event in run(
-                    invocation.spec,
-                    invocation.run_input,
-                    response_id=invocation.response_id,
-                    meter=Meter(trace=recorder.trace),
-                ):
-                    recorder.observe(event)
-                    yield event
+                # aclosing: a hook's stop leaves the runtime where it waits, closed now.
+                async with aclosing(events):
+                    async for event in events:
+                        await hooks_see(invocation, event)
+                        recorder.observe(event)
+                        yield event
             except (*CLIENT_GONE, *PROCESS_EXIT):
                 raise
+            except StopRun as stop:
+                logger.info("run %s stopped by a hook: %s", invocation.run_id, stop.code)
+                broken = recorder.broke(stop.code, stop.message)
             except BaseException:
                 # The runtime ends its own failures with ResponseFailed: this escaped it (a
                 # tool's BaseException, a bug below it). The client still gets a last line.
@@ -142,11 +160,61 @@ class RecordedEvents:
         finally:
             live.run_gone(running)
             leases.run_ended(self.invocation.run_id)
+        await hooks_end(self.invocation, recorder.status)
 
 
 def recorded_events(invocation: Invocation) -> RecordedEvents:
     return RecordedEvents(invocation)
 
 
+# What a protocol makes of one event: its frames, or nothing (sync, or async when it must
+# read something first, as the playground reads the titles of a RAG answer's sources).
+Encode = Callable[[Event], Iterable[bytes] | Awaitable[Iterable[bytes]]]
+Take = Callable[[Event], object]  # awaited if it answers an awaitable
+
+
+async def encoded(
+    invocation: Invocation, encode: Encode, *, keepalive: tuple[float, bytes] | None = None
+) -> AsyncIterator[bytes]:
+    """The run's events as `encode` frames them; with `keepalive` (seconds, frame), that
+    frame each time the run is silent for so long. Closing this early (the client left)
+    cancels the run; an encoder that raises fails it (`internal_error`), recorded."""
+    # aclosing: when the client leaves, the run is closed (and recorded) at once, not
+    # whenever the garbage collector gets to it.
+    async with aclosing(recorded_events(invocation)) as events:
+        if keepalive is None:
+            async for event in events:
+                for frame in await _maybe(encode(event)):
+                    yield frame
+            return
+        interval, beat = keepalive
+        async with aclosing(paced(events, interval)) as beats:
+            async for paced_event in beats:
+                if paced_event is None:
+                    yield beat
+                    continue
+                for frame in await _maybe(encode(paced_event)):
+                    yield frame
+
+
+async def answered(invocation: Invocation, take: Take | None = None) -> list[Event]:
+    """The run to its end, each event handed to `take` in step with the run (what `take`
+    raises fails the run, recorded, as a broken encoder does); its events."""
+    seen: list[Event] = []
+    async with aclosing(recorded_events(invocation)) as events:
+        async for event in events:
+            taken = take(event) if take is not None else None
+            if inspect.isawaitable(taken):
+                await taken
+            seen.append(event)
+    return seen
+
+
 async def collected_events(invocation: Invocation) -> list[Event]:
-    return [event async for event in recorded_events(invocation)]
+    return await answered(invocation)
+
+
+async def _maybe(value: T | Awaitable[T]) -> T:
+    if inspect.isawaitable(value):
+        return await value
+    return value

@@ -11,7 +11,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 from agents.llm.base import ProviderError
@@ -49,7 +49,7 @@ async def run(
     *,
     response_id: str | None = None,
     meter: Meter | None = None,
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[Event, None]:
     """Stream a run: ResponseCreated, deltas, tool calls and results, then exactly one of
     ResponseCompleted or ResponseFailed."""
     meter = meter or Meter()

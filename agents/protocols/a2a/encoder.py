@@ -41,6 +41,7 @@ from agents.runtime.events import (
     ToolCall,
     ToolResult,
 )
+from agents.runtime.failures import FailureCode
 
 ARTIFACT_ID = "answer"
 STATES = {
@@ -151,6 +152,10 @@ class TaskEncoder:
             return [self._working({"toolResult": result})]
         if isinstance(event, ResponseCompleted):
             return self._completed(event)
+        if isinstance(event, ResponseFailed) and event.code is FailureCode.CANCELED:
+            # A cancel reached the run (tasks/cancel, from any process): the one path ends
+            # the canceled run's stream so, unrecorded (the run's status says it).
+            return [*self._flush(), self._end(pb.TASK_STATE_CANCELED)]
         if isinstance(event, ResponseFailed):
             message = failure_message(self.task_id, self.context_id, event.code, event.message)
             error = {"error": {"code": event.code, "message": event.message}}

@@ -29,5 +29,5 @@ an unknown tool is a JSON-RPC error, as the specification asks.
 `_meta.progressToken`) are past their bound, or whose params hold text PostgreSQL cannot
 store (-32602 naming the field); `request` turns a call into a RunRequest, `tools` lists
 the tools, `encoder` turns a run's events into progress and a CallToolResult;
-agents.api.mcp_server serves them.
+agents.protocols.mcp_server.server serves them.
 """

@@ -1,5 +1,5 @@
-"""The admin playground over HTTP (agents/admin/playground.py): who may open it, what a turn
-streams, what it records, and how bad input is refused. The page itself runs in Chromium
+"""The admin playground over HTTP (agents/protocols/playground/views.py): who may open it,
+what a turn streams, what it records, and how bad input is refused. The page itself runs in Chromium
 in tests/agents/admin/test_playground_browser.py."""
 
 from __future__ import annotations

@@ -354,7 +354,7 @@ def test_a_base_exception_below_the_runtime_fails_the_run_with_internal_error_an
 ) -> None:
     model.script(Turn(calls=[Call("melt", {})]))
     url = f"/v1/agents/{melting_agent.pk}/versions/latest/invoke-stream"
-    with caplog.at_level(logging.ERROR, logger="agents.api.invoke"):
+    with caplog.at_level(logging.ERROR, logger="agents.protocols.native.views"):
         response = owner_client.post(url, ROUTES["invoke-stream"], format="json")
         lines = stream_lines(response)
 

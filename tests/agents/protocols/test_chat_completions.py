@@ -23,11 +23,11 @@ from agentbuilder.errors import Invalid
 from agentbuilder.wire import parse
 from agents.access.permissions import Action, grant
 from agents.access.tokens import token_encode
-from agents.api import chat
 from agents.examples import CALCULATOR, PERSON_EXTRACTOR
 from agents.llm.base import ToolCallPart, Usage
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Agent, Run
+from agents.protocols.chat_completions import views as chat
 from agents.protocols.chat_completions.encoder import (
     ARGUMENT_FRAGMENT_CHARS,
     ChunkEncoder,

@@ -25,9 +25,9 @@ from google.protobuf.json_format import MessageToDict
 
 from agents.access.permissions import Action, grant
 from agents.access.tokens import token_encode
-from agents.api import a2a as a2a_views
 from agents.examples import CALCULATOR, SUMMARIZER
 from agents.models import Agent, Run
+from agents.protocols.a2a import views as a2a_views
 from agents.protocols.a2a.encoder import TaskEncoder
 from agents.runtime.tools.functions import REGISTRY, FunctionSpec
 from guardrails.models import DEFAULT_BLOCKED_INPUT

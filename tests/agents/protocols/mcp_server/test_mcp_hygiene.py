@@ -22,9 +22,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from agentbuilder.asgi import application
-from agents.api.mcp_asgi import RESOURCE_METADATA_PATH
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
+from agents.protocols.mcp_server.asgi import RESOURCE_METADATA_PATH
 from tests.agents.protocols.mcp_server.test_mcp_server import LIVE, bearer, url
 from tests.live import live_app
 

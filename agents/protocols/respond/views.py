@@ -1,5 +1,5 @@
 """respond (docs/api.md#respond): the evaluation platform's agent HTTP contract
-(agents.protocols.respond) over the shared collecting path.
+(agents.protocols.respond) over the one run path (agents.protocols.views).
 
 The same invocation as `invoke`, another encoder: every message of the turn (assistant
 tool calls, tool results, the final reply) with model, provider, usage and metadata.
@@ -13,22 +13,22 @@ from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
-from agents.api.streaming import collected_events, run_headers
-from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID, agent_uuid
+from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID
 
 # A run that failed in transport answers the native routes' body (the contract's "hard
 # transport failures"), under the shared failure status.
 from agents.protocols.native.errors import error_body, failure_status
 from agents.protocols.respond.encoder import AgentResponse, TurnEncoder
 from agents.protocols.respond.request import AgentRequest, history_messages
-from agents.runs.request import CHAT_TYPES, RunRequest, call_depth_of
+from agents.protocols.views import ProtocolView, run_headers
 from agents.runs.start import Invocation, invocation_start
+from agents.runs.stream import collected_events
 
 
-class RespondView(AsyncApiView):
-    upstream = True
+class RespondView(ProtocolView):
+    protocol = "respond"
+    route = "/respond"
 
     @extend_schema(
         operation_id="agents_respond",
@@ -69,19 +69,7 @@ class RespondView(AsyncApiView):
     def _start(self, agent_id: str, version_id: str) -> tuple[AgentRequest, Invocation]:
         body = self.body(AgentRequest)
         messages = history_messages(body)
-        invocation = invocation_start(
-            RunRequest(
-                user=self.request.user,
-                environment=self.environment,
-                agent_id=agent_uuid(agent_id),
-                version_ref=version_id,
-                protocol="respond",
-                route="/respond",
-                agent_types=CHAT_TYPES,
-                messages=messages,
-                call_depth=call_depth_of(self.request.headers),
-            )
-        )
+        invocation = invocation_start(self.run_request(agent_id, version_id, messages=messages))
         return body, invocation
 
 

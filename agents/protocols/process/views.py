@@ -15,10 +15,8 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
-from agents.api.streaming import collected_events, run_headers, streamed
-from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID, agent_uuid
+from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID
 from agents.protocols.process.encoder import ProcessEncoder, whole_answer
 from agents.protocols.process.errors import (
     ERROR_CODES,
@@ -28,15 +26,17 @@ from agents.protocols.process.errors import (
 )
 from agents.protocols.process.models import AgentResponse, StreamObject
 from agents.protocols.process.request import AgentRequest, runtime_messages
-from agents.runs.request import CHAT_TYPES, RunRequest, call_depth_of
+from agents.protocols.views import ProtocolView, run_headers, streamed
 from agents.runs.start import Invocation, invocation_start
+from agents.runs.stream import collected_events
 from agents.runtime.events import ResponseFailed
 
 PROTOCOL = "process"
 
 
-class ProcessView(AsyncApiView):
-    upstream = True
+class ProcessView(ProtocolView):
+    protocol = PROTOCOL
+    route = "/process"
     error_schema = AgentResponse  # a response with `status: failed` and its `error`
 
     @extend_schema(
@@ -79,17 +79,8 @@ class ProcessView(AsyncApiView):
     def _start(self, agent_id: str, version_ref: str) -> tuple[AgentRequest, Invocation]:
         body = self.body(AgentRequest)
         messages = runtime_messages(body)
-        request = RunRequest(
-            user=self.request.user,
-            environment=self.environment,
-            agent_id=agent_uuid(agent_id),
-            version_ref=version_ref,
-            protocol=PROTOCOL,
-            route="/process",
-            agent_types=CHAT_TYPES,
-            messages=messages,
-            thread_id=body.session_id or "",
-            call_depth=call_depth_of(self.request.headers),
+        request = self.run_request(
+            agent_id, version_ref, messages=messages, thread_id=body.session_id or ""
         )
         return body, invocation_start(request)
 

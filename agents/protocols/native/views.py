@@ -1,5 +1,5 @@
 """invoke, invoke-stream, invoke-task, invoke-task-stream (docs/api.md#invocation): the native
-protocol (agents.protocols.native) over the shared streaming path.
+protocol (agents.protocols.native) over the one run path (agents.protocols.views).
 
 Async from the request to the last byte: the database is read before the stream starts
 and written after it ends, never while the model is talking.
@@ -7,7 +7,6 @@ and written after it ends, never while the model is talking.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -15,9 +14,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentbuilder.api.views import AsyncApiView
-from agents.api.streaming import collected_events, run_headers, streamed
-from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID, agent_uuid
+from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID
 from agents.protocols.native.encoder import (
     InvokeAnswer,
     InvokeResponse,
@@ -26,14 +23,15 @@ from agents.protocols.native.encoder import (
 )
 from agents.protocols.native.errors import error_body, failure_status
 from agents.protocols.native.request import InvokeRequest, InvokeTaskRequest, runtime_messages
+from agents.protocols.views import ProtocolView, run_headers, streamed
 from agents.rag import OVERRIDES as RAG_OVERRIDES
-from agents.runs.request import CHAT_TYPES, TASK_TYPES, RunRequest, call_depth_of
+from agents.runs.request import CHAT_TYPES, TASK_TYPES
 from agents.runs.start import Invocation, invocation_start
+from agents.runs.stream import collected_events
 from agents.runtime.events import ResponseFailed
 
 
-class _InvokeBase(AsyncApiView):
-    upstream = True
+class _InvokeBase(ProtocolView):
     protocol = "native"
     route = "/invoke or /invoke-stream"
     agent_types: tuple[str, ...] = CHAT_TYPES
@@ -46,13 +44,20 @@ class _InvokeBase(AsyncApiView):
     def _start(self, agent_id: str, version_ref: str) -> Invocation:
         if self.agent_types == TASK_TYPES:
             task = self.body(InvokeTaskRequest)
-            request = self._request(agent_id, version_ref)
-            request = replace(request, inputs=task.inputs, guardrails=tuple(task.guardrails))
+            request = self.run_request(
+                agent_id,
+                version_ref,
+                agent_types=self.agent_types,
+                inputs=task.inputs,
+                guardrails=tuple(task.guardrails),
+            )
         else:
             chat = self.body(InvokeRequest)
             messages = runtime_messages(chat)
-            request = replace(
-                self._request(agent_id, version_ref),
+            request = self.run_request(
+                agent_id,
+                version_ref,
+                agent_types=self.agent_types,
                 messages=messages,
                 guardrails=tuple(chat.guardrails),
                 thread_id=chat.thread_id or "",
@@ -62,18 +67,6 @@ class _InvokeBase(AsyncApiView):
                 ),
             )
         return invocation_start(request)
-
-    def _request(self, agent_id: str, version_ref: str) -> RunRequest:
-        return RunRequest(
-            user=self.request.user,
-            environment=self.environment,
-            agent_id=agent_uuid(agent_id),
-            version_ref=version_ref,
-            protocol=self.protocol,
-            route=self.route,
-            agent_types=self.agent_types,
-            call_depth=call_depth_of(self.request.headers),
-        )
 
     async def answer(self, agent_id: str, version_id: str) -> Any:
         invocation = await self.start(agent_id, version_id)

@@ -6,7 +6,7 @@
 latest).
 
 Both answer as OpenAI does, so its SDKs work unmodified: a `chat.completion`, or SSE chunks
-when `stream` is true (agents.protocols.chat_completions, over agents.api.streaming), and
+when `stream` is true (agents.protocols.chat_completions, over agents.protocols.views), and
 every refusal as OpenAI's `{"error": {"message", "type", "param", "code"}}` with the status
 the SDK maps to its exceptions. While nothing happens (a slow tool, a slow model) the
 stream sends an SSE comment every KEEPALIVE_SECONDS so that proxies and clients keep the
@@ -28,11 +28,9 @@ from rest_framework.response import Response
 
 from agentbuilder.api.errors import exception_handler
 from agentbuilder.api.negotiation import JsonAnswers
-from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid
 from agents.access.permissions import Action
-from agents.api.streaming import collected_events, run_headers, streamed
 from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID, agent_uuid
 from agents.configs import StructuredOutputTool, ToolAgentConfig
 from agents.protocols.chat_completions.encoder import (
@@ -54,8 +52,9 @@ from agents.protocols.chat_completions.request import (
     mcp_requests,
     model_reference,
 )
-from agents.runs.request import CHAT_TYPES, RunRequest, call_depth_of
+from agents.protocols.views import ProtocolView, run_headers, streamed
 from agents.runs.start import Invocation, invocation_start
+from agents.runs.stream import collected_events
 from agents.runtime.events import Event, ResponseFailed
 from agents.selectors.agents import agent_get_by_name
 from agents.selectors.versions import version_ref_parse
@@ -99,9 +98,9 @@ class OpenAIAnswers:
         return openai_exception_handler
 
 
-class _ChatCompletionsBase(OpenAIAnswers, AsyncApiView):
+class _ChatCompletionsBase(OpenAIAnswers, ProtocolView):
+    protocol = PROTOCOL
     route = "/chat/completions"
-    upstream = True
     request_class: type[ChatCompletionRequest] = ChatCompletionRequest
 
     async def complete(self, agent_id: uuid.UUID | None, version_ref: str) -> Any:
@@ -137,7 +136,7 @@ class _ChatCompletionsBase(OpenAIAnswers, AsyncApiView):
     ) -> dict[str, Any]:
         return completion_body(events, answered_by=invocation.answered_by)
 
-    def run_request(self, body: ChatCompletionRequest) -> dict[str, Any]:
+    def route_fields(self, body: ChatCompletionRequest) -> dict[str, Any]:
         """What this route's body adds to the RunRequest, past what every route reads."""
         return {}
 
@@ -146,7 +145,6 @@ class _ChatCompletionsBase(OpenAIAnswers, AsyncApiView):
     ) -> tuple[ChatCompletionRequest, Invocation]:
         body = self.body(self.request_class)
         messages = body.runtime_messages()
-        user, environment = self.request.user, self.environment
         if agent_id is None:
             name, version_ref = model_reference(body.model)
             try:
@@ -157,25 +155,22 @@ class _ChatCompletionsBase(OpenAIAnswers, AsyncApiView):
                     "the version after '@' must be a number, 'latest', an alias or a version id",
                 ) from None
             agent = agent_get_by_name(
-                user=user, environment=environment, name=name, action=Action.INVOKE
+                user=self.request.user,
+                environment=self.environment,
+                name=name,
+                action=Action.INVOKE,
             )
             agent_id = agent.pk
         invocation = invocation_start(
-            RunRequest(
-                user=user,
-                environment=environment,
-                agent_id=agent_id,
-                version_ref=version_ref,
-                protocol=PROTOCOL,
-                route=self.route,
-                agent_types=CHAT_TYPES,
+            self.run_request(
+                agent_id,
+                version_ref,
                 messages=messages,
                 # The document's iteration is user → model → tool call → tool result →
                 # model: `iteration_limit` rounds of tools, then the model may still answer.
                 max_iterations=body.iteration_limit + 1,
                 mcp_servers=mcp_requests(body),
-                call_depth=call_depth_of(self.request.headers),
-                **self.run_request(body),
+                **self.route_fields(body),
             )
         )
         return body, invocation

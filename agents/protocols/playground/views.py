@@ -8,8 +8,6 @@ as a run of the signed-in user with protocol `playground`.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import aclosing
 from typing import Any
 
 from django.contrib.admin import AdminSite
@@ -22,17 +20,15 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 
 from agentbuilder.api.paths import path_uuid
-from agentbuilder.api.views import AsyncApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid, NotFound
-from agents.api.streaming import run_headers
 from agents.models import Agent, AgentType
 from agents.protocols.playground.encoder import PlaygroundEncoder
 from agents.protocols.playground.request import PlaygroundRequest
-from agents.runs.request import RunRequest
+from agents.protocols.views import ProtocolView, streamed
 from agents.runs.start import Invocation, invocation_start
-from agents.runs.stream import recorded_events
-from agents.runtime.events import ResponseCompleted
+from agents.runs.stream import Encode
+from agents.runtime.events import Event, ResponseCompleted
 from agents.selectors.agents import agent_get_invocable
 from agents.selectors.aliases import alias_list
 from agents.selectors.versions import version_ref_parse
@@ -89,23 +85,20 @@ def _versions(agent: Agent) -> list[dict[str, Any]]:
     ]
 
 
-class PlaygroundStreamView(AsyncApiView):
+class PlaygroundStreamView(ProtocolView):
     """POST a turn, get NDJSON (agents.protocols.playground). Session and CSRF, like every
     admin form; staff only, like the admin; INVOKE on the agent, like the invoke routes."""
 
     authentication_classes = [SessionAuthentication]
     permission_classes = [IsAdminUser]
+    protocol = PROTOCOL
+    route = "the playground"
 
     @extend_schema(exclude=True)
     async def post(self, request: Request, object_id: str) -> StreamingHttpResponse:
         invocation, body = await in_db(self._start)(object_id)
         encoder = PlaygroundEncoder(invocation.run_id, invocation.answered_by, body.thread_id or "")
-        response = StreamingHttpResponse(
-            _frames(invocation, encoder), content_type="application/x-ndjson"
-        )
-        for name, value in run_headers(invocation, stream=True).items():
-            response[name] = value
-        return response
+        return streamed(invocation, _with_titles(encoder), "application/x-ndjson")
 
     def _start(self, object_id: str) -> tuple[Invocation, PlaygroundRequest]:
         agent_id = path_uuid(object_id, "object_id", "an agent id")
@@ -115,13 +108,11 @@ class PlaygroundStreamView(AsyncApiView):
         is_task = agent.agent_type == AgentType.TASK
         if not is_task and not (body.message or "").strip():
             raise Invalid.at(("body", "message"), "type a message")
-        request = RunRequest(
-            user=self.request.user,
+        request = self.run_request(
+            agent.pk,
+            body.version,
+            # The agent's environment, not a header's: the admin shows every environment.
             environment=agent.environment,
-            agent_id=agent.pk,
-            version_ref=body.version,
-            protocol=PROTOCOL,
-            route="the playground",
             agent_types=(agent.agent_type,),
             messages=() if is_task else body.messages(),
             inputs=body.inputs if is_task else None,
@@ -137,14 +128,15 @@ def _check_version(ref: str) -> None:
         raise Invalid.at(("body", "version"), exc.errors[0].msg) from None
 
 
-async def _frames(invocation: Invocation, encoder: PlaygroundEncoder) -> AsyncIterator[bytes]:
-    # aclosing: a closed page cancels the run (and records it so) at once.
-    async with aclosing(recorded_events(invocation)) as events:
-        async for event in events:
-            if isinstance(event, ResponseCompleted):
-                nodes = event.custom_outputs.get("sourceNodes") or ()
-                ids = [node["docId"] for node in nodes]
-                if ids:  # titles for the sources: one short read after the model is done
-                    encoder.titles = await in_db(document_titles)(document_ids=ids)
-            for frame in encoder.frames(event):
-                yield frame
+def _with_titles(encoder: PlaygroundEncoder) -> Encode:
+    """The encoder's frames, a RAG answer's sources with their documents' titles."""
+
+    async def encode(event: Event) -> list[bytes]:
+        if isinstance(event, ResponseCompleted):
+            nodes = event.custom_outputs.get("sourceNodes") or ()
+            ids = [node["docId"] for node in nodes]
+            if ids:  # titles for the sources: one short read after the model is done
+                encoder.titles = await in_db(document_titles)(document_ids=ids)
+        return encoder.frames(event)
+
+    return encode

@@ -1,4 +1,5 @@
-"""`/v1/mcp`: the MCP SDK's streamable HTTP transport in front of agents.api.mcp_server.
+"""`/v1/mcp`: the MCP SDK's streamable HTTP transport in front of our server's handlers
+(agents.protocols.mcp_server.server).
 
 Before the SDK sees a request, the caller is read from the Bearer token and the request is
 throttled, as on every /v1 route: the same authentication class, the same throttles, the
@@ -56,9 +57,9 @@ from agentbuilder.db import in_db
 from agentbuilder.errors import DomainError, Invalid
 from agents.access.authentication import BearerTokenAuthentication
 from agents.access.environments import environment_resolve
-from agents.api.mcp_server import CALLER_KEY, HANDLERS_KEY, server
 from agents.protocols.mcp_server.envelope import Refusal, refusal
 from agents.protocols.mcp_server.request import Caller
+from agents.protocols.mcp_server.server import CALLER_KEY, HANDLERS_KEY, server
 from agents.runs.request import call_depth_of
 
 PATH = "/v1/mcp"

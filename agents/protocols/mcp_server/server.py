@@ -1,12 +1,11 @@
 """The MCP server's handlers (agents.protocols.mcp_server): tools/list and tools/call over
-the same selectors and run path as every other protocol. agents.api.mcp_asgi serves them
-at /v1/mcp, after it has read the caller from the Bearer token."""
+the same selectors and run path as every other protocol. agents.protocols.mcp_server.asgi
+serves them at /v1/mcp, after it has read the caller from the Bearer token."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
-from contextlib import aclosing
 from typing import Any, TypeVar
 
 import anyio
@@ -40,14 +39,14 @@ from agents.protocols.mcp_server.request import (
 )
 from agents.protocols.mcp_server.tools import agent_tool
 from agents.runs.start import CallTooDeep, Invocation, invocation_start
-from agents.runs.stream import recorded_events
+from agents.runs.stream import answered
 from agents.runtime.events import Event
 from agents.runtime.failures import FailureCode
 from agents.selectors.agents import agent_get_to_invoke, agent_id_by_name, agent_list_invocable
 from agents.selectors.versions import latest_versions
 
-# Where agents.api.mcp_asgi puts the caller in the ASGI scope, and the set of handler tasks
-# it waits for before the request ends.
+# Where agents.protocols.mcp_server.asgi puts the caller in the ASGI scope, and the set of
+# handler tasks it waits for before the request ends.
 CALLER_KEY = "agentbuilder.caller"
 HANDLERS_KEY = "agentbuilder.handlers"
 
@@ -67,7 +66,7 @@ class UnknownTool(Exception):
 def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
     request = ctx.request
     caller = request.scope.get(CALLER_KEY) if request is not None else None
-    if not isinstance(caller, Caller):  # only agents.api.mcp_asgi serves this server
+    if not isinstance(caller, Caller):  # only agents.protocols.mcp_server.asgi serves this server
         raise MCPError(INVALID_PARAMS, "no authenticated caller")
     return caller
 
@@ -144,17 +143,13 @@ async def answer(
     cancels this handler, and with it the run (recorded `canceled`)."""
     encoder = ResultEncoder(invocation.run_id, invocation.answered_by, thread_id)
 
-    async def events() -> Event | None:
-        last: Event | None = None
-        async with aclosing(recorded_events(invocation)) as recorded:
-            async for event in recorded:
-                step = encoder.progress(event)
-                if step is not None:  # a no-op unless the client sent a progress token
-                    await _progress(ctx, *step)
-                last = event
-        return last
+    async def progress(event: Event) -> None:
+        step = encoder.progress(event)
+        if step is not None:  # a no-op unless the client sent a progress token
+            await _progress(ctx, *step)
 
-    return encoder.result(await to_the_end(events()))
+    events = await to_the_end(answered(invocation, progress))
+    return encoder.result(events[-1] if events else None)
 
 
 async def _progress(ctx: ServerRequestContext[Any, Any], value: float, message: str) -> None:

@@ -22,16 +22,16 @@ from rest_framework.response import Response
 from agentbuilder.api.views import AsyncApiView, render
 from agentbuilder.db import in_db
 from agentbuilder.errors import NotFound
-from agents.api.chat import (
+from agents.api.views import CALL_DEPTH, ENVIRONMENT
+from agents.models import Agent
+from agents.protocols.chat_completions.request import ChatCompletionRequest
+from agents.protocols.chat_completions.views import (
     ANSWERS,
     COMPLETION_REQUEST,
     ModelChatCompletionsView,
     OpenAIAnswers,
     answer_tools,
 )
-from agents.api.views import CALL_DEPTH, ENVIRONMENT
-from agents.models import Agent
-from agents.protocols.chat_completions.request import ChatCompletionRequest
 from agents.protocols.openai.encoder import MessageEncoder, OpenAICompletion, completion_body
 from agents.protocols.openai.request import OpenAIChatCompletionRequest
 from agents.runs.start import Invocation
@@ -145,7 +145,7 @@ class OpenAIChatCompletionsView(ModelChatCompletionsView):
     async def post(self, request: Request) -> Any:
         return await super().post(request)
 
-    def run_request(self, body: ChatCompletionRequest) -> dict[str, Any]:
+    def route_fields(self, body: ChatCompletionRequest) -> dict[str, Any]:
         assert isinstance(body, OpenAIChatCompletionRequest)
         return {
             "client_tools": body.client_tools(),

@@ -73,7 +73,6 @@ from agentbuilder.db import in_db
 from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
 from agents.access.environments import environment_public
 from agents.access.permissions import Action
-from agents.api.streaming import run_headers
 from agents.api.views import ENVIRONMENT
 from agents.configs import config_parse
 from agents.models import Agent, AgentVersion, Run, RunStatus
@@ -101,13 +100,14 @@ from agents.protocols.a2a.request import (
     chat_messages,
     task_inputs,
 )
-from agents.protocols.a2a.running import RunningTask
 from agents.protocols.names import agent_reference
 from agents.protocols.sse import sse
+from agents.protocols.views import ProtocolView, run_headers, streamed
 from agents.runs.detached import run_detached
 from agents.runs.live import run_cancel
-from agents.runs.request import RunRequest, call_depth_of
+from agents.runs.request import RunRequest
 from agents.runs.start import CallTooDeep, Invocation, TemplateOverLimit, invocation_start
+from agents.runs.stream import answered
 from agents.selectors.agents import (
     agent_get,
     agent_get_by_name,
@@ -297,9 +297,10 @@ class _Started:
     follow: Following | None = None
 
 
-class A2AEndpointView(AsyncApiView):
+class A2AEndpointView(ProtocolView):
     content_negotiation_class = JsonAnswers
-    upstream = True
+    protocol = PROTOCOL
+    route = ROUTE
     checks_in_first_hop = True
 
     @extend_schema(exclude=True)  # JSON-RPC: one path, many methods; the agent card is its doc
@@ -479,21 +480,12 @@ class A2AEndpointView(AsyncApiView):
             )
         context_id = message.context_id or str(uuid.uuid4())
         try:
-            call_depth = call_depth_of(self.request.headers)
-        except Invalid as exc:
+            request = self.run_request(
+                agent.pk, version_ref, agent_types=("tool", "rag", "task"), thread_id=context_id
+            )
+        except Invalid as exc:  # its call-depth header: the request as a whole, not a param
             error = InvalidRequestError(f"Invalid request: {exc.errors[0].msg}")
             raise call.refusal(error) from None
-        request = RunRequest(
-            user=self.request.user,
-            environment=self.environment,
-            agent_id=agent.pk,
-            version_ref=version_ref,
-            protocol=PROTOCOL,
-            route=ROUTE,
-            agent_types=("tool", "rag", "task"),
-            thread_id=context_id,
-            call_depth=call_depth,
-        )
         try:
             invocation = _open_run(request, message, agent.agent_type)
         except A2AError as error:
@@ -511,17 +503,11 @@ class A2AEndpointView(AsyncApiView):
             run_detached(invocation)
             body = response(call.request_id, send_result(tasks.working(), call.dialect))
             return _json(body, run_headers(invocation))
-        running = RunningTask(invocation)
         if call.method is Method.STREAM:
-            return _stream(running, SseEncoder(tasks, call.request_id, call.dialect), invocation)
-        async with aclosing(running.events()) as updates:
-            try:
-                async for update in updates:
-                    if update is not None:
-                        tasks.updates(update)
-            except Exception as exc:
-                running.broke(exc)
-                raise
+            encoder = SseEncoder(tasks, call.request_id, call.dialect)
+            keepalive = (KEEPALIVE_SECONDS, KEEPALIVE)
+            return streamed(invocation, encoder.frames, "text/event-stream", keepalive=keepalive)
+        await answered(invocation, tasks.updates)
         assert tasks.final is not None
         body = response(call.request_id, send_result(tasks.final, call.dialect))
         return _json(body, run_headers(invocation))
@@ -609,25 +595,4 @@ def _follow(call: Call, following: Following) -> HttpResponseBase:
     stream = StreamingHttpResponse(body(), content_type="text/event-stream")
     stream["Cache-Control"], stream["X-Accel-Buffering"] = "no-cache", "no"
     stream["X-Run-Id"] = str(following.run_id)
-    return stream
-
-
-def _stream(running: RunningTask, encoder: SseEncoder, invocation: Invocation) -> HttpResponseBase:
-    async def body() -> AsyncIterator[bytes]:
-        # aclosing: the client gone or the encoder broken, the run ends at once, recorded.
-        async with aclosing(running.events(keepalive=KEEPALIVE_SECONDS)) as updates:
-            try:
-                async for update in updates:
-                    if update is None:
-                        yield KEEPALIVE
-                        continue
-                    for frame in encoder.frames(update):
-                        yield frame
-            except Exception as exc:
-                running.broke(exc)
-                raise
-
-    stream = StreamingHttpResponse(body(), content_type="text/event-stream")
-    for header, value in run_headers(invocation, stream=True).items():
-        stream[header] = value
     return stream
