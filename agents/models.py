@@ -332,7 +332,7 @@ class McpTransport(models.TextChoices):
 class McpServer(models.Model):
     """An MCP server registered for one environment, or for all (no environment).
 
-    Header values (API keys, tokens) are stored encrypted (`agents.mcp.secrets`); their
+    Header values (API keys, tokens) are stored encrypted (`agents.mcp_registry.secrets`); their
     names are kept in clear so lists and the admin can show them without the key.
     """
 

@@ -41,7 +41,7 @@ from schemathesis.specs.openapi.stateful.links import OpenApiLink
 
 from agentbuilder.api.openapi import LINKS
 from agents.access.tokens import token_encode
-from agents.mcp.servers import mcp_server_create
+from agents.mcp_registry.services import mcp_server_create
 from agents.models import Agent, AgentVersion, AliasChange, Run
 from agents.services.aliases import alias_set
 from retrieval.indexing import document_ingest

@@ -217,7 +217,7 @@ def test_dev_start_makes_a_private_random_key_once_and_reuses_it(tmp_path: Path)
 OLD_KEY_CHECKS = f"""
 import jwt
 from datetime import UTC, datetime, timedelta
-from agents.mcp.secrets import HeadersUnreadable, _fernet, decrypt_headers, encrypt_headers
+from agents.mcp_registry.secrets import HeadersUnreadable, _fernet, decrypt_headers, encrypt_headers
 from django.conf import settings
 from agents.access.tokens import token_decode
 

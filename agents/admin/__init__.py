@@ -6,10 +6,10 @@ from agents.admin import (
     agents,
     documents,
     llm_models,
-    mcp,
     runs,
     versions,
 )
+from agents.mcp_registry import admin as mcp_registry  # registers McpServer's admin
 
 # Environments and API clients have their pages beside the rest of access
 # (agents/access/admin.py); importing them here registers them with the others.
@@ -18,7 +18,7 @@ __all__ = [
     "agents",
     "documents",
     "llm_models",
-    "mcp",
+    "mcp_registry",
     "runs",
     "versions",
 ]

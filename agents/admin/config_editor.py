@@ -18,7 +18,7 @@ from agentbuilder.errors import DomainError, Invalid
 from agents.access.permissions import environments_visible
 from agents.configs import CONFIG_MODELS
 from agents.examples import TEMPLATES
-from agents.mcp.servers import mcp_server_list
+from agents.mcp_registry.selectors import mcp_server_list
 from agents.models import AgentType, Environment
 from agents.runtime.tools.functions import REGISTRY
 from agents.selectors.agents import agent_list

@@ -1,7 +1,8 @@
 from django.urls import path
 
 from agents.access.api import TokenView
-from agents.api import agents, aliases, catalogs, documents, mcp, runs, versions
+from agents.api import agents, aliases, catalogs, documents, runs, versions
+from agents.mcp_registry import urls as mcp_registry
 from agents.protocols.chat_completions import urls as chat_completions
 from agents.protocols.native import urls as native
 from agents.protocols.openai import urls as openai
@@ -21,7 +22,7 @@ urlpatterns = [
         name="document-detail",
     ),
     path("search", documents.SearchView.as_view(), name="search"),
-    *mcp.urlpatterns,  # /mcp-servers
+    *mcp_registry.urlpatterns,  # /mcp-servers
     path("runs/<str:runId>", runs.RunDetailView.as_view(), name="run-detail"),
     path("threads/<str:threadId>", runs.ThreadDetailView.as_view(), name="thread-detail"),
     path("agents/types", catalogs.AgentTypeListView.as_view(), name="agent-types"),

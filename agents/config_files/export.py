@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.config_files.documents import BY_NAME, references, renamed, yaml_dump
-from agents.mcp.servers import mcp_server_by_ref
+from agents.mcp_registry.selectors import mcp_server_by_ref
 from agents.models import AgentVersion, Environment
 from agents.selectors.agents import agent_list
 

@@ -23,7 +23,7 @@ from agents.config_files.documents import (
     references,
     renamed,
 )
-from agents.mcp.servers import mcp_server_by_ref
+from agents.mcp_registry.selectors import mcp_server_by_ref
 from agents.models import Agent, Environment
 from agents.selectors.agents import agent_get_by_name
 from agents.services.agents import agent_create, agent_update

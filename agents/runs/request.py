@@ -9,7 +9,7 @@ from typing import Any
 
 from agentbuilder.errors import Invalid
 from agents.llm.base import Message, ToolSpec
-from agents.mcp.types import McpServerRequest
+from agents.mcp_registry.request import McpServerRequest
 from agents.models import Environment
 from agents.runtime import depth
 from agents.runtime.spec import ToolChoice

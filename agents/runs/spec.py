@@ -22,10 +22,10 @@ from agents.configs import (
 )
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.llm.registry import provider_for
-from agents.mcp.types import McpServerRequest
+from agents.mcp_registry.request import McpServerRequest
+from agents.mcp_registry.run_servers import config_server_specs, request_server_specs
 from agents.models import Agent, AgentVersion, Environment, LLMModel
 from agents.rag import retriever
-from agents.runs.mcp_servers import config_server_specs, request_server_specs
 from agents.runtime.spec import AgentSpec, McpServerSpec, Retriever
 
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from agents.configs import AgentConfig
 from agents.llm.base import Message, Provider, ToolSpec, Usage
-from agents.mcp.types import McpEndpoint
+from agents.mcp_client.types import McpEndpoint
 from agents.runtime.depth import CallDepth
 from agents.runtime.failures import FailureCode
 from agents.runtime.steps import RetrievalStep

@@ -21,7 +21,7 @@ from agents.configs import (
     config_dump,
     config_parse,
 )
-from agents.mcp.servers import raw_url_problem
+from agents.mcp_registry.services import raw_url_problem
 from agents.models import Environment, LLMModel, McpServer
 from agents.runtime.tools.functions import function_names
 from guardrails.selectors import unknown_guardrail_names

@@ -23,9 +23,9 @@ from referencing.exceptions import Unresolvable
 from rest_framework.test import APIClient
 
 from agents import json_schemas
-from agents.mcp import cache
-from agents.mcp.ssrf import NetworkPolicy
-from agents.mcp.types import McpEndpoint
+from agents.mcp_client import cache
+from agents.mcp_client.ssrf import NetworkPolicy
+from agents.mcp_client.types import McpEndpoint
 from agents.models import Agent, AgentVersion
 from agents.runtime.spec import McpServerSpec
 from agents.runtime.tools.base import execute

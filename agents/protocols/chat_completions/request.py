@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from agentbuilder.errors import ErrorItem, Invalid
 from agents.llm.base import Attachment, Message, ToolCallPart
-from agents.mcp.types import McpServerRequest
+from agents.mcp_registry.request import McpServerRequest
 from agents.protocols.attachments import from_url
 from agents.protocols.names import agent_reference
 

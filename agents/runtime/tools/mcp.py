@@ -20,9 +20,9 @@ from typing import Any
 
 from agents import json_schemas
 from agents.llm.base import ToolSpec
-from agents.mcp.cache import tools_of
-from agents.mcp.client import call_tool
-from agents.mcp.types import McpEndpoint, McpError, RemoteTool
+from agents.mcp_client.cache import tools_of
+from agents.mcp_client.client import call_tool
+from agents.mcp_client.types import McpEndpoint, McpError, RemoteTool
 from agents.runtime.depth import HEADER, CallDepth
 from agents.runtime.spec import McpServerSpec
 from agents.runtime.tools.base import Outcome, Tool, ToolFailure

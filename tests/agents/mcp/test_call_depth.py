@@ -18,8 +18,8 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
-from agents.mcp import cache
-from agents.mcp.servers import mcp_server_create
+from agents.mcp_client import cache
+from agents.mcp_registry.services import mcp_server_create
 from agents.models import Agent, Environment, Run
 from agents.runtime.depth import HEADER
 from tests.agents.protocols.mcp_server.test_mcp_server import LIVE, bearer

@@ -23,12 +23,13 @@ from rest_framework.test import APIClient
 
 from agentbuilder.errors import Invalid
 from agents.access.permissions import Action, grant
-from agents.mcp import cache
-from agents.mcp.secrets import HeadersUnreadable, decrypt_headers
-from agents.mcp.ssrf import NetworkPolicy, UrlRefused, check_url, policy_from_settings
-from agents.mcp.types import McpEndpoint, McpServerRequest
+from agents.mcp_client import cache
+from agents.mcp_client.ssrf import NetworkPolicy, UrlRefused, check_url, policy_from_settings
+from agents.mcp_client.types import McpEndpoint
+from agents.mcp_registry.request import McpServerRequest
+from agents.mcp_registry.run_servers import request_server_specs
+from agents.mcp_registry.secrets import HeadersUnreadable, decrypt_headers
 from agents.models import Environment, McpServer, Run
-from agents.runs.mcp_servers import request_server_specs
 from agents.runtime.spec import McpServerSpec
 from agents.runtime.tools.mcp import mcp_tools
 from tests.conftest import client_for

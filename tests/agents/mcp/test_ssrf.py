@@ -10,7 +10,7 @@ import ipaddress
 import pytest
 from rest_framework.test import APIClient
 
-from agents.mcp.ssrf import NetworkPolicy, UrlRefused, check_url, embedded_ipv4
+from agents.mcp_client.ssrf import NetworkPolicy, UrlRefused, check_url, embedded_ipv4
 from agents.models import McpServer
 
 EMBEDDED_LOOPBACK = [

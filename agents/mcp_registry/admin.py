@@ -15,7 +15,7 @@ from agentbuilder.errors import ErrorItem
 from agentbuilder.scoped_admin import EnvironmentScopedAdmin
 from agents.access.permissions import Action, environments_with
 from agents.admin.forms import ServiceForm, form_for_user, model_fields
-from agents.mcp import servers
+from agents.mcp_registry import services
 from agents.models import Environment, McpServer, McpTransport
 
 HEADERS_HELP = (
@@ -88,7 +88,7 @@ class McpServerForm(ServiceForm):
         fields = {key: data[key] for key in ("name", "description", "url", "transport", "timeout")}
         fields["enabled"] = data["enabled"]
         if self.instance.pk is None:
-            return servers.mcp_server_create(
+            return services.mcp_server_create(
                 user=self.user,
                 environment=data["environment"],
                 headers=data["headers"] or {},
@@ -98,7 +98,7 @@ class McpServerForm(ServiceForm):
             fields["headers"] = {}
         elif data["headers"] is not None:
             fields["headers"] = data["headers"]
-        return servers.mcp_server_update(user=self.user, server=self.instance, changes=fields)
+        return services.mcp_server_update(user=self.user, server=self.instance, changes=fields)
 
     def _add_located_error(self, item: ErrorItem) -> None:
         loc = item.loc[1:] if item.loc[:1] == ("body",) else item.loc
@@ -143,11 +143,11 @@ class McpServerAdmin(EnvironmentScopedAdmin):
         """Nothing left to do: the form saved through the services while it validated."""
 
     def delete_model(self, request: HttpRequest, obj: McpServer) -> None:
-        servers.mcp_server_delete(user=request.user, server=obj)
+        services.mcp_server_delete(user=request.user, server=obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
         for server in queryset.select_related("environment"):
-            servers.mcp_server_delete(user=request.user, server=server)
+            services.mcp_server_delete(user=request.user, server=server)
 
     @admin.display(description="scope", ordering="environment__name")
     def scope(self, server: McpServer) -> str:

@@ -24,8 +24,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import REQUEST_TIMEOUT, CallToolResult
 
-from agents.mcp.ssrf import UrlRefused, check_url_async
-from agents.mcp.types import (
+from agents.mcp_client.ssrf import UrlRefused, check_url_async
+from agents.mcp_client.types import (
     SSE,
     McpEndpoint,
     McpError,

@@ -1,5 +1,5 @@
-"""What the runtime and the services pass around about MCP servers; imports no SDK, which
-is slow to load and only needed once a server is actually used."""
+"""What the client is given (an endpoint) and answers (tools, a tool's answer, its errors);
+imports no SDK, which is slow to load and only needed once a server is actually used."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.mcp.ssrf import NetworkPolicy
+from agents.mcp_client.ssrf import NetworkPolicy
 
 STREAMABLE_HTTP, SSE = "streamable_http", "sse"
 
@@ -51,16 +51,3 @@ class ToolAnswer:
     text: str
     is_error: bool = False
     value: Any = None  # the structured content, when the server sent one
-
-
-@dataclass(frozen=True)
-class McpServerRequest:
-    """A server one request names for its run only (chat completions' `mcp_servers`):
-    a registered server by name or id, or a raw URL where settings allow it."""
-
-    loc: tuple[str | int, ...]  # of the item in the request body, for errors
-    server: str | None = None
-    url: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-    allowed_tools: tuple[str, ...] | None = None  # None: every tool the server lists
-    server_key: str = "integration_fqn"  # how the body names `server`

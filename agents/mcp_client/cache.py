@@ -15,8 +15,8 @@ from collections import OrderedDict
 
 from django.conf import settings
 
-from agents.mcp.client import list_tools
-from agents.mcp.types import McpEndpoint, RemoteTool
+from agents.mcp_client.client import list_tools
+from agents.mcp_client.types import McpEndpoint, RemoteTool
 
 MAX_ENTRIES = 512
 

@@ -1,43 +1,25 @@
-"""The MCP server registry (docs/api.md#mcp-servers): reads and writes, and what a run needs of it
-(agents.runs.mcp_servers builds a run's servers from it).
+"""Writes of the MCP server registry (docs/api.md#mcp-servers), and the checks a server or a
+raw URL passes before it is stored or referenced.
 
-A server belongs to one environment, or to all (no environment: global). READ on the
-environment shows its servers and the global ones; EDIT on it registers, changes and
-removes its servers; only superusers change global ones. Header values are encrypted at
-rest and never leave through here except, decrypted, into a run's endpoint.
+EDIT on an environment registers, changes and removes its servers; only superusers change
+global ones. Header values are encrypted at rest (`secrets`) and never leave through here.
 """
 
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q, QuerySet
 
-from agentbuilder.errors import (
-    Conflict,
-    DomainError,
-    ErrorItem,
-    Invalid,
-    NotFound,
-    PermissionDenied,
-)
-from agents.access.permissions import Action, holds_on_environment, require_on_environment
-from agents.mcp.secrets import HeadersUnreadable, decrypt_headers, encrypt_headers
-from agents.mcp.ssrf import NetworkPolicy, UrlRefused, check_url, policy_from_settings
-from agents.mcp.types import (
-    STREAMABLE_HTTP,
-    McpEndpoint,
-    McpError,
-    McpRefused,
-    McpTimeout,
-    RemoteTool,
-)
+from agentbuilder.errors import Conflict, ErrorItem, Invalid
+from agents.mcp_client.ssrf import NetworkPolicy, UrlRefused, check_url, policy_from_settings
+from agents.mcp_client.types import STREAMABLE_HTTP
+from agents.mcp_registry.secrets import encrypt_headers
+from agents.mcp_registry.selectors import require_write
 from agents.models import NAME_PATTERN, Environment, McpServer, McpTransport
 
 Loc = tuple[str | int, ...]
@@ -61,45 +43,6 @@ SCOPE_NAME_CONSTRAINTS = (
 )
 
 
-# ---------------------------------------------------------------- reads
-
-
-def mcp_server_list(*, user: Any, environment: Environment) -> QuerySet[McpServer]:
-    """The servers of `environment` and the global ones. Raises PermissionDenied."""
-    require_on_environment(user, environment, Action.READ)
-    return _visible(environment).order_by("name", "id")
-
-
-def mcp_server_get(
-    *, user: Any, environment: Environment, server_id: uuid.UUID, action: Action = Action.READ
-) -> McpServer:
-    """One server the caller may READ (and act on as `action`: READ or EDIT).
-
-    Raises NotFound or PermissionDenied.
-    """
-    readable = holds_on_environment(user, environment, Action.READ)
-    server = _visible(environment).select_related("environment").filter(pk=server_id).first()
-    if server is None or not readable:
-        raise NotFound(f"MCP server '{server_id}' not found.")
-    if action != Action.READ:
-        _require_write(user, server.environment)
-    return server
-
-
-def _visible(environment: Environment) -> QuerySet[McpServer]:
-    return McpServer.objects.filter(Q(environment=environment) | Q(environment__isnull=True))
-
-
-def _require_write(user: Any, environment: Environment | None) -> None:
-    if environment is not None:
-        require_on_environment(user, environment, Action.EDIT)
-    elif not user.is_superuser:
-        raise PermissionDenied("Only superusers can change global MCP servers.")
-
-
-# ---------------------------------------------------------------- writes
-
-
 @transaction.atomic
 def mcp_server_create(
     *,
@@ -115,7 +58,7 @@ def mcp_server_create(
 ) -> McpServer:
     """Register a server (environment None: global). Raises PermissionDenied, Invalid or
     Conflict."""
-    _require_write(user, environment)
+    require_write(user, environment)
     fields: dict[str, Any] = {
         "name": name,
         "url": url.strip(),
@@ -135,7 +78,7 @@ def mcp_server_create(
 def mcp_server_update(*, user: Any, server: McpServer, changes: dict[str, Any]) -> McpServer:
     """Change fields of a server; `headers` replaces every header. Raises PermissionDenied,
     Invalid or Conflict."""
-    _require_write(user, server.environment)
+    require_write(user, server.environment)
     if "url" in changes:
         changes = {**changes, "url": str(changes["url"]).strip()}
         if "headers" not in changes and _origin(changes["url"]) != _origin(server.url):
@@ -159,7 +102,7 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 
 def mcp_server_delete(*, user: Any, server: McpServer) -> None:
     """Remove a server; agents that reference it are told so when they call its tools."""
-    _require_write(user, server.environment)
+    require_write(user, server.environment)
     server.delete()
 
 
@@ -225,20 +168,6 @@ def header_problems(headers: Mapping[str, str]) -> Iterable[tuple[Loc, str]]:
             )
 
 
-# ---------------------------------------------------------------- what a run uses
-
-
-def endpoint_of(server: McpServer, policy: NetworkPolicy | None = None) -> McpEndpoint:
-    """The server as the client connects to it. Raises HeadersUnreadable."""
-    return McpEndpoint(
-        url=server.url,
-        transport=server.transport,
-        headers=decrypt_headers(server.headers_encrypted),
-        timeout=server.timeout,
-        policy=policy or policy_from_settings(),
-    )
-
-
 def raw_url_problem(url: str, policy: NetworkPolicy | None = None) -> str | None:
     """Why a raw URL may not be referenced, or None."""
     if not settings.MCP_ALLOW_UNREGISTERED_URLS:
@@ -248,57 +177,3 @@ def raw_url_problem(url: str, policy: NetworkPolicy | None = None) -> str | None
     except UrlRefused as exc:
         return str(exc)
     return None
-
-
-def mcp_server_by_ref(environment: Environment, ref: str) -> McpServer | None:
-    """A server of the environment or a global one, by id or by name (ignoring case)."""
-    servers = _visible(environment)
-    try:
-        return servers.filter(pk=uuid.UUID(ref)).first()
-    except ValueError:
-        pass
-    # The environment's own server wins over a global one of the same name.
-    own_first = F("environment_id").asc(nulls_last=True)
-    return servers.filter(name__iexact=ref).order_by(own_first).first()
-
-
-# ---------------------------------------------------------------- live listing
-
-
-class McpServerFailed(DomainError):
-    """The server could not be listed (502)."""
-
-    status = 502
-
-
-class McpServerTimedOut(McpServerFailed):
-    status = 504
-
-
-class McpServerRefused(Conflict):
-    """The server's address is no longer allowed by the network policy (409): nothing a
-    retry fixes, and no failure of the server's (not a 502)."""
-
-
-def mcp_server_endpoint(server: McpServer) -> McpEndpoint:
-    """The endpoint to list `server` live. Raises McpServerFailed."""
-    try:
-        return endpoint_of(server)
-    except HeadersUnreadable as exc:
-        raise McpServerFailed(f"MCP server '{server.name}' is unavailable: {exc}") from None
-
-
-async def mcp_server_tools(*, name: str, endpoint: McpEndpoint) -> tuple[RemoteTool, ...]:
-    """The server's tools, fetched now (and cached for runs). Raises McpServerFailed,
-    McpServerTimedOut or McpServerRefused."""
-    # Imported here: the SDK is slow to load and only needed once a server is used.
-    from agents.mcp.cache import tools_of
-
-    try:
-        return await tools_of(endpoint, live=True)
-    except McpTimeout as exc:
-        raise McpServerTimedOut(f"MCP server '{name}' {exc}") from None
-    except McpRefused as exc:
-        raise McpServerRefused(f"MCP server '{name}' {exc}") from None
-    except McpError as exc:
-        raise McpServerFailed(f"MCP server '{name}' {exc}") from None

@@ -12,7 +12,6 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from pydantic import Field, StrictBool
@@ -27,8 +26,8 @@ from agentbuilder.db import in_db
 from agentbuilder.wire import CamelModel, OutputModel
 from agents.access.permissions import Action
 from agents.api.views import ENVIRONMENT, PAGE
-from agents.mcp import servers
-from agents.mcp.types import McpEndpoint
+from agents.mcp_client.types import McpEndpoint
+from agents.mcp_registry import endpoints, selectors, services
 from agents.models import NAME_PATTERN, McpServer
 
 SERVER_ID = OpenApiParameter(
@@ -133,7 +132,7 @@ class McpServerListView(ApiView):
         summary="MCP servers of the environment and global ones",
     )
     def get(self, request: Request) -> Response:
-        found = servers.mcp_server_list(user=request.user, environment=self.environment)
+        found = selectors.mcp_server_list(user=request.user, environment=self.environment)
         items, pagination = paginate(found, self.query(PageQuery))
         return render(
             McpServerList(mcp_servers=[McpServerOut.of(s) for s in items], pagination=pagination)
@@ -149,7 +148,7 @@ class McpServerListView(ApiView):
     )
     def post(self, request: Request) -> Response:
         body = self.body(McpServerCreate)
-        server = servers.mcp_server_create(
+        server = services.mcp_server_create(
             user=request.user,
             environment=self.environment if body.scope == "environment" else None,
             name=body.name,
@@ -167,7 +166,7 @@ class McpServerDetailView(ApiView):
     conflicts = True
 
     def _server(self, server_id: str, action: Action = Action.READ) -> McpServer:
-        return servers.mcp_server_get(
+        return selectors.mcp_server_get(
             user=self.request.user,
             environment=self.environment,
             server_id=path_uuid(server_id, "serverId", "an MCP server id"),
@@ -193,7 +192,7 @@ class McpServerDetailView(ApiView):
     def patch(self, request: Request, serverId: str) -> Response:
         server = self._server(serverId, Action.EDIT)
         changes = self.body(McpServerPatch).model_dump(exclude_none=True, by_alias=False)
-        server = servers.mcp_server_update(user=request.user, server=server, changes=changes)
+        server = services.mcp_server_update(user=request.user, server=server, changes=changes)
         return render(McpServerOut.of(server))
 
     @extend_schema(
@@ -205,7 +204,7 @@ class McpServerDetailView(ApiView):
     def delete(self, request: Request, serverId: str) -> Response:
         server = self._server(serverId, Action.EDIT)
         server_id = server.pk
-        servers.mcp_server_delete(user=request.user, server=server)
+        services.mcp_server_delete(user=request.user, server=server)
         return render(DeletedMcpServer(server_id=server_id))
 
 
@@ -229,7 +228,7 @@ class McpServerToolsView(AsyncApiView):
     )
     async def get(self, request: Request, serverId: str) -> Response:
         server_id, name, endpoint = await in_db(self._endpoint)(serverId)
-        tools = await servers.mcp_server_tools(name=name, endpoint=endpoint)
+        tools = await endpoints.mcp_server_tools(name=name, endpoint=endpoint)
         return render(
             McpToolList(
                 server_id=server_id,
@@ -241,16 +240,9 @@ class McpServerToolsView(AsyncApiView):
         )
 
     def _endpoint(self, server_id: str) -> tuple[uuid.UUID, str, McpEndpoint]:
-        server = servers.mcp_server_get(
+        server = selectors.mcp_server_get(
             user=self.request.user,
             environment=self.environment,
             server_id=path_uuid(server_id, "serverId", "an MCP server id"),
         )
-        return server.pk, server.name, servers.mcp_server_endpoint(server)
-
-
-urlpatterns = [
-    path("mcp-servers", McpServerListView.as_view(), name="mcp-server-list"),
-    path("mcp-servers/<str:serverId>", McpServerDetailView.as_view(), name="mcp-server-detail"),
-    path("mcp-servers/<str:serverId>/tools", McpServerToolsView.as_view(), name="mcp-server-tools"),
-]
+        return server.pk, server.name, endpoints.mcp_server_endpoint(server)

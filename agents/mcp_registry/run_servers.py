@@ -12,16 +12,13 @@ from django.db.models import Q
 
 from agentbuilder.errors import ErrorItem, Invalid
 from agents.configs import McpServerReference, McpTool
-from agents.mcp.secrets import HeadersUnreadable
-from agents.mcp.servers import (
-    UNREGISTERED_OFF,
-    endpoint_of,
-    header_problems,
-    mcp_server_by_ref,
-    raw_url_problem,
-)
-from agents.mcp.ssrf import NetworkPolicy, UrlRefused, policy_from_settings, split
-from agents.mcp.types import STREAMABLE_HTTP, McpEndpoint, McpServerRequest
+from agents.mcp_client.ssrf import NetworkPolicy, UrlRefused, policy_from_settings, split
+from agents.mcp_client.types import STREAMABLE_HTTP, McpEndpoint
+from agents.mcp_registry.endpoints import endpoint_of
+from agents.mcp_registry.request import McpServerRequest
+from agents.mcp_registry.secrets import HeadersUnreadable
+from agents.mcp_registry.selectors import mcp_server_by_ref
+from agents.mcp_registry.services import UNREGISTERED_OFF, header_problems, raw_url_problem
 from agents.models import Environment, McpServer
 from agents.runtime.spec import McpServerSpec
 
