@@ -170,7 +170,7 @@ def _floor_start(*, holder: bool = True) -> str:
             cursor.fetchone()
         cursor.execute(_invoke_sql("latest"), {"agent": _floor["agent"], "user": _floor["user"]})
         row = cursor.fetchone()
-        version_id = row[[column.name for column in cursor.description].index("v__id")]
+        version_id = row[[column.name for column in cursor.description].index("version_id")]
         # The platform's INSERT writes every column of the row; so does this one.
         cursor.execute(
             f"INSERT INTO {Run._meta.db_table} (id, agent_id, version_id, caller_id, protocol,"  # noqa: S608

@@ -1,91 +1,132 @@
-"""The invoke path's reads, each one statement written once: the agent, the caller's grants,
-the version a reference names and its model's provider."""
+"""What a run's start reads about the agent and the version it runs, each from one statement
+written once, as a typed row (`RunTarget`): the agent, the caller's grants, the version a
+reference names and its model's provider, in one round trip on every call."""
 
 from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
 
-from agentbuilder.db import columns_sql, one_model, one_row
 from agentbuilder.errors import Invalid, NotFound
-from agents.access.permissions import held_array, held_read
-from agents.models import Agent, AgentVersion, Environment, LLMModel
-from agents.selectors.agents import agent_get_to_invoke, invocable
-from agents.selectors.versions import version_ref_parse, version_where
+from agents.access.permissions import Action, held_array
+from agents.models import Agent, AgentType, AgentVersion, Environment, LLMModel
+from agents.selectors.agents import agent_get_to_invoke, invocable_check
+from agents.selectors.versions import VersionRef, version_kind, version_ref_parse, version_where
 
 
-def agent_and_version_to_invoke(
-    *, user: Any, environment: Environment, agent_id: uuid.UUID, ref: str
-) -> tuple[Agent, AgentVersion]:
-    """`agent_get_to_invoke`, then `version_to_run`, from one statement: the invoke
-    path's start reads the agent, the caller's grants, the version and its model's
-    provider in one round trip. The same refusals in the same order: the agent's
-    (NotFound, PermissionDenied), then the version's (Invalid, NotFound)."""
+@dataclass(frozen=True)
+class RunTarget:
+    """An agent's version as a run needs it. `model_provider` is the catalog's provider of
+    the config's model, None when the catalog has no such model."""
+
+    agent_id: uuid.UUID
+    agent_name: str
+    agent_type: str
+    environment_id: uuid.UUID
+    version_id: uuid.UUID
+    version_number: int
+    config: dict[str, Any]
+    model_provider: str | None
+
+
+def run_target(*, user: Any, environment: Environment, agent_id: uuid.UUID, ref: str) -> RunTarget:
+    """The version `ref` names (`latest`, a number, an id, an alias) of agent `agent_id`,
+    which `user` may INVOKE in `environment`. The refusals of `agent_get_to_invoke` then of
+    `version_get`, in that order: NotFound or PermissionDenied for the agent, Invalid or
+    NotFound for the version."""
     try:
         parsed = version_ref_parse(ref)
     except Invalid:
         agent_get_to_invoke(user=user, environment=environment, agent_id=agent_id)
         raise
-    kind = "latest" if parsed is None else type(parsed).__name__
-    params: dict[str, Any] = {"agent": agent_id, "user": user.pk}
+    kind = version_kind(parsed)
+    row = _fetch(_invoke_sql(kind), _params(agent_id, parsed, user=user.pk))
+    held = None
+    if row is not None:
+        held = set(Action) if user.is_superuser else set(row[_HELD])
+    in_environment = row is not None and row[_ENVIRONMENT] == environment.pk
+    invocable_check(held, in_environment=in_environment, agent_id=agent_id)
+    assert row is not None  # invocable_check refused a missing agent
+    if row[_VERSION] is None:
+        what = "Alias" if kind == "alias" else "Version"
+        raise NotFound(f"{what} '{ref}' of agent '{row[_NAME]}' not found.")
+    return _target(row)
+
+
+def task_target(
+    *, environment_id: uuid.UUID, agent_id: uuid.UUID, number: int | None
+) -> RunTarget | None:
+    """A tool's task agent: version `number` (None: the latest) of the live task agent
+    `agent_id` of the environment, or None. No caller's grants: the tool's agent chose it,
+    and saving its config checked that its author may READ it."""
+    params = _params(agent_id, number, environment=environment_id, task=AgentType.TASK.value)
+    row = _fetch(_task_sql(version_kind(number)), params)
+    return None if row is None or row[_VERSION] is None else _target(row)
+
+
+def _params(agent_id: uuid.UUID, parsed: VersionRef, **more: Any) -> dict[str, Any]:
+    params = {"agent": agent_id, **more}
     if parsed is not None:
         params["ref"] = parsed
-    found = one_row(_invoke_sql(kind), params, Agent, ("v__", AgentVersion))
-    agent, version = found if found is not None else (None, None)
-    agent = invocable(None if agent is None else held_read(agent, user), environment, agent_id)
-    if version is None:
-        what = "Alias" if isinstance(parsed, str) else "Version"
-        raise NotFound(f"{what} '{ref}' of agent '{agent.name}' not found.")
-    version.agent = agent
-    return agent, version
+    return params
+
+
+def _fetch(sql: str, params: dict[str, Any]) -> Sequence[Any] | None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row: Sequence[Any] | None = cursor.fetchone()
+        return row
+
+
+def _target(row: Sequence[Any]) -> RunTarget:
+    return RunTarget(
+        agent_id=row[0],
+        agent_name=row[_NAME],
+        agent_type=row[2],
+        environment_id=row[_ENVIRONMENT],
+        version_id=row[_VERSION],
+        version_number=row[5],
+        # psycopg parses `json` already; the field decodes what it would not have.
+        config=_CONFIG.from_db_value(row[6], None, connection),
+        model_provider=row[7],
+    )
+
+
+# The row both statements select, by position: the agent's, the version's, the provider;
+# the invoke path's adds the caller's grants.
+_NAME, _ENVIRONMENT, _VERSION, _HELD = 1, 3, 4, 8
+_CONFIG = AgentVersion._meta.get_field("config")
 
 
 @functools.cache
 def _invoke_sql(kind: str) -> str:
-    quote = connection.ops.quote_name
-    agents = quote(Agent._meta.db_table)
-    versions = quote(AgentVersion._meta.db_table)
-    where = version_where(kind, agent="a.id", ref="%(ref)s")
-    agent, version = columns_sql(Agent, "a"), columns_sql(AgentVersion, "v", "v__")
-    # Table and column names from the models' metadata; every value is a parameter.
-    return f"""
-        SELECT {agent}, {held_array("a")} AS held, {version},
-            ({_provider_sql()}) AS v__model_provider
-        FROM {agents} a
-        LEFT JOIN LATERAL (SELECT * FROM {versions} v WHERE {where} LIMIT 1) v ON true
-        WHERE a.id = %(agent)s AND a.deleted_at IS NULL
-    """  # noqa: S608
-
-
-def _provider_sql() -> str:
-    """The catalog's provider of version `v`'s model (None when the catalog has no such
-    model): agents.runs.spec needs it next, every call."""
-    models = connection.ops.quote_name(LLMModel._meta.db_table)
-    return f"SELECT m.provider FROM {models} m WHERE m.id = v.config->>'llmModelId'"  # noqa: S608
-
-
-def version_to_run(*, agent: Agent, ref: str) -> AgentVersion:
-    """`version_get` for the invoke path, from one of four statements written once (the
-    ORM's form cost more Python than the rest of the lookup); raises NotFound or Invalid."""
-    parsed = version_ref_parse(ref)
-    kind = "latest" if parsed is None else type(parsed).__name__
-    params: list[Any] = [agent.pk] if parsed is None else [agent.pk, parsed]
-    version = one_model(AgentVersion, _version_sql(kind), params)
-    if version is None:
-        what = "Alias" if isinstance(parsed, str) else "Version"
-        raise NotFound(f"{what} '{ref}' of agent '{agent.name}' not found.")
-    return version
+    return _statement(kind, columns=f", {held_array('a')} AS held")
 
 
 @functools.cache
-def _version_sql(kind: str) -> str:
-    versions = connection.ops.quote_name(AgentVersion._meta.db_table)
-    where = version_where(kind, agent="%s", ref="%s")
-    # The table's name from the model's metadata; every value is a parameter.
-    return (
-        f"SELECT {columns_sql(AgentVersion, 'v')}, ({_provider_sql()}) AS model_provider"  # noqa: S608
-        f" FROM {versions} v WHERE {where} LIMIT 1"
+def _task_sql(kind: str) -> str:
+    return _statement(
+        kind, condition="AND a.environment_id = %(environment)s AND a.agent_type = %(task)s"
     )
+
+
+def _statement(kind: str, *, columns: str = "", condition: str = "") -> str:
+    quote = connection.ops.quote_name
+    agents, versions = quote(Agent._meta.db_table), quote(AgentVersion._meta.db_table)
+    models = quote(LLMModel._meta.db_table)
+    where = version_where(kind, agent="a.id", ref="%(ref)s")
+    # Table names from the models' metadata; `columns` and `condition` are this module's
+    # own SQL; every value is a parameter.
+    return f"""
+        SELECT a.id, a.name, a.agent_type, a.environment_id,
+            v.id AS version_id, v.number, v.config,
+            (SELECT m.provider FROM {models} m WHERE m.id = v.config->>'llmModelId'){columns}
+        FROM {agents} a
+        LEFT JOIN LATERAL (SELECT * FROM {versions} v WHERE {where} LIMIT 1) v ON true
+        WHERE a.id = %(agent)s AND a.deleted_at IS NULL {condition}
+    """  # noqa: S608

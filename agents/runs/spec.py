@@ -24,32 +24,34 @@ from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.llm.registry import provider_for
 from agents.mcp_registry.request import McpServerRequest
 from agents.mcp_registry.run_servers import config_server_specs, request_server_specs
-from agents.models import Agent, AgentVersion, Environment, LLMModel
+from agents.models import Environment
 from agents.rag import retriever
+from agents.runs.lookup import RunTarget, task_target
 from agents.runtime.spec import AgentSpec, McpServerSpec, Retriever
 
 
-def agent_spec(*, agent: Agent, version: AgentVersion) -> AgentSpec:
+def agent_spec(*, target: RunTarget) -> AgentSpec:
     """Everything the runtime needs about a version, task agents behind its tools included."""
-    config = _parsed_config(agent.agent_type, version)
-    # Read with the version on the invoke path (agents.runs.lookup.version_to_run).
-    provider_name, model = _model_route(
-        config.llm_model_id, getattr(version, "model_provider", UNREAD)
-    )
+    config = _parsed_config(target)
+    provider_name, model = _model_route(config.llm_model_id, target.model_provider)
     task_agents: dict[str, AgentSpec] = {}
     mcp_servers: tuple[McpServerSpec, ...] = ()
     if isinstance(config, ToolAgentConfig):
         for tool in config.tools:
             if isinstance(tool, TaskAgentTool):
-                target = _task_target(agent, tool)
-                if target is not None:
-                    task_agents[tool.name] = agent_spec(agent=target[0], version=target[1])
+                task = task_target(
+                    environment_id=target.environment_id,
+                    agent_id=tool.agent_id,
+                    number=None if tool.agent_version == "latest" else tool.agent_version,
+                )
+                if task is not None:
+                    task_agents[tool.name] = agent_spec(target=task)
         mcp = [tool for tool in config.tools if isinstance(tool, McpTool)]
         if mcp:
-            mcp_servers = config_server_specs(environment_id=agent.environment_id, tools=mcp)
+            mcp_servers = config_server_specs(environment_id=target.environment_id, tools=mcp)
     return AgentSpec(
-        agent_id=str(agent.pk),
-        agent_type=agent.agent_type,
+        agent_id=str(target.agent_id),
+        agent_type=target.agent_type,
         config=config,
         provider=provider_for(provider_name),
         model=model,
@@ -59,16 +61,16 @@ def agent_spec(*, agent: Agent, version: AgentVersion) -> AgentSpec:
     )
 
 
-def _parsed_config(agent_type: str, version: AgentVersion) -> AgentConfig:
+def _parsed_config(target: RunTarget) -> AgentConfig:
     """The version's config, parsed once per process: a version never changes (a new
     config is a new version) and the parsed form is frozen, so every call can share it."""
-    config = _configs.get(version.pk)
+    config = _configs.get(target.version_id)
     if config is None:
-        config = config_parse(agent_type, version.config)
+        config = config_parse(target.agent_type, target.config)
         with _configs_lock:  # request threads share the cache
             if len(_configs) >= _CONFIGS_KEPT:
                 del _configs[next(iter(_configs))]  # the oldest entry
-            _configs[version.pk] = config
+            _configs[target.version_id] = config
     return config
 
 
@@ -76,32 +78,13 @@ _CONFIGS_KEPT = 1024
 _configs: dict[Any, AgentConfig] = {}
 _configs_lock = threading.Lock()
 
-UNREAD = object()  # the catalog's provider was not read with the version
 
-
-def _model_route(model_id: str, provider: Any = UNREAD) -> tuple[str, str]:
-    """(provider, reported model) for a model id; LLM_OFFLINE sends all to the local model."""
+def _model_route(model_id: str, provider: str | None) -> tuple[str, str]:
+    """(provider, reported model) for a model id and the catalog's provider of it (None:
+    not in the catalog); LLM_OFFLINE sends all to the local model."""
     if settings.LLM_OFFLINE:
         return "local", LOCAL_MODEL
-    if provider is UNREAD:
-        provider = LLMModel.objects.filter(pk=model_id).values_list("provider", flat=True).first()
     return provider or "local", model_id
-
-
-def _task_target(agent: Agent, tool: TaskAgentTool) -> tuple[Agent, AgentVersion] | None:
-    target = Agent.objects.filter(
-        pk=tool.agent_id,
-        environment_id=agent.environment_id,
-        deleted_at__isnull=True,
-        agent_type="task",
-    ).first()
-    if target is None:
-        return None
-    versions = target.versions.order_by("-number")
-    if tool.agent_version != "latest":
-        versions = versions.filter(number=tool.agent_version)
-    version = versions.first()
-    return (target, version) if version is not None else None
 
 
 def with_max_iterations(spec: AgentSpec, max_iterations: int | None) -> AgentSpec:

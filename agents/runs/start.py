@@ -20,9 +20,9 @@ from agentbuilder.errors import DomainError, ErrorItem, Invalid
 from agents.configs import NamedTool, TaskAgentConfig, ToolAgentConfig
 from agents.llm.base import Message
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
-from agents.models import Agent, AgentVersion, Environment, LLMModel, Run, RunStatus
+from agents.models import Environment, LLMModel, Run, RunStatus
 from agents.runs import leases
-from agents.runs.lookup import agent_and_version_to_invoke
+from agents.runs.lookup import RunTarget, run_target
 from agents.runs.request import RunRequest
 from agents.runs.spec import agent_spec, retrievers, with_max_iterations, with_request_servers
 from agents.runtime.depth import CallDepth
@@ -72,17 +72,19 @@ def invocation_start(request: RunRequest) -> Invocation:
         # Before the run opens: the refused call is no run of its own (a chain of agents
         # calling agents makes MAX_AGENT_DEPTH + 1 runs), and its caller's run has the reason.
         raise CallTooDeep(call_depth.refusal())
-    agent, version = agent_and_version_to_invoke(
+    target = run_target(
         user=request.user,
         environment=request.environment,
         agent_id=request.agent_id,
         ref=request.version_ref,
     )
-    history = thread_history(agent=agent, caller=request.user, thread_id=request.thread_id)
+    history = thread_history(
+        agent_id=target.agent_id, caller=request.user, thread_id=request.thread_id
+    )
     response_id = new_response_id()
     run = Run(
-        agent=agent,
-        version=version,
+        agent_id=target.agent_id,
+        version_id=target.version_id,
         caller=request.user,
         protocol=request.protocol,
         response_id=response_id,
@@ -93,7 +95,7 @@ def invocation_start(request: RunRequest) -> Invocation:
     insert_new(run)
     leases.run_inserted(run.pk)
     try:
-        spec, run_input = _prepare(request, agent, version, run, history)
+        spec, run_input = _prepare(request, target, run, history)
         run_input = replace(run_input, call_depth=call_depth)
     except TemplateOverLimit as exc:
         _fail(run, exc.code, exc.message)
@@ -107,26 +109,24 @@ def invocation_start(request: RunRequest) -> Invocation:
         logger.exception("opening run %s failed", run.pk)
         _fail(run, FailureCode.INTERNAL_ERROR, "the run could not be started")
         raise
-    invocation = Invocation(run.pk, response_id, spec, run_input, agent.name, version.number)
+    invocation = Invocation(
+        run.pk, response_id, spec, run_input, target.agent_name, target.version_number
+    )
     leases.run_opened(run.pk, invocation)
     return invocation
 
 
 def _prepare(
-    request: RunRequest,
-    agent: Agent,
-    version: AgentVersion,
-    run: Run,
-    history: tuple[Message, ...],
+    request: RunRequest, target: RunTarget, run: Run, history: tuple[Message, ...]
 ) -> tuple[AgentSpec, RunInput]:
-    if agent.agent_type not in request.agent_types:
+    if target.agent_type not in request.agent_types:
         raise DomainError(
-            f"Agent type {agent.agent_type} not supported in {request.route} endpoints. "
-            + WHERE_TO_CALL[agent.agent_type]
+            f"Agent type {target.agent_type} not supported in {request.route} endpoints. "
+            + WHERE_TO_CALL[target.agent_type]
         )
     environment = request.environment
     _check_guardrails(request.guardrails, environment)
-    spec = agent_spec(agent=agent, version=version)
+    spec = agent_spec(target=target)
     _check_attachments(spec.config.llm_model_id, request.messages)
     spec = with_max_iterations(spec, request.max_iterations)
     spec = with_request_servers(spec, environment, request.mcp_servers)
@@ -255,14 +255,14 @@ def _fail(run: Run, code: FailureCode, message: str) -> None:
     )
 
 
-def thread_history(*, agent: Agent, caller: Any, thread_id: str) -> tuple[Message, ...]:
+def thread_history(*, agent_id: uuid.UUID, caller: Any, thread_id: str) -> tuple[Message, ...]:
     """The messages of the caller's thread's earlier completed turns with this agent, oldest
     first. A thread belongs to its caller: another caller's same id is another thread."""
     if not thread_id:
         return ()
     turns = (
         Run.objects.filter(
-            agent=agent, caller=caller, thread_id=thread_id, status=RunStatus.COMPLETED
+            agent_id=agent_id, caller=caller, thread_id=thread_id, status=RunStatus.COMPLETED
         )
         .order_by("started_at", "id")
         .values_list("messages", flat=True)

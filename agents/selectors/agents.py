@@ -4,6 +4,7 @@ invoke routes' permission check."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from django.db.models import OuterRef, Q, QuerySet, Subquery
@@ -57,19 +58,25 @@ def agent_get_to_invoke(*, user: Any, environment: Environment, agent_id: uuid.U
     """`agent_get(action=INVOKE)` for the invoke routes, from one precompiled statement:
     NotFound unless the caller may READ or INVOKE the live agent in `environment`,
     PermissionDenied if it may READ it but not INVOKE it (docs/api.md#permissions)."""
-    return invocable(agent_with_held(user, agent_id), environment, agent_id)
+    agent = agent_with_held(user, agent_id)
+    in_environment = agent is not None and agent.environment_id == environment.pk
+    invocable_check(getattr(agent, "held", None), in_environment=in_environment, agent_id=agent_id)
+    assert agent is not None  # invocable_check refused a missing agent
+    agent.environment = environment  # the caller's, already read: no query for it
+    return agent
 
 
-def invocable(agent: Agent | None, environment: Environment, agent_id: uuid.UUID) -> Agent:
-    """`agent`, read with `held`, if the caller may INVOKE it in `environment`. Raises
-    NotFound (it may neither READ nor INVOKE it, or it is elsewhere) or PermissionDenied."""
-    held: set[str] = getattr(agent, "held", set())
-    if agent is None or agent.environment_id != environment.pk or not held & SEEN_TO_INVOKE:
+def invocable_check(
+    held: AbstractSet[str] | None, *, in_environment: bool, agent_id: uuid.UUID
+) -> None:
+    """Nothing if a caller holding `held` on the live agent `agent_id` (None: there is no
+    such agent) may INVOKE it in the request's environment. Raises NotFound when it may
+    neither READ nor INVOKE it or the agent is in another environment, PermissionDenied
+    when it may only READ it."""
+    if held is None or not in_environment or not held & SEEN_TO_INVOKE:
         raise NotFound(f"Agent '{agent_id}' not found.")
     if Action.INVOKE not in held:
         raise PermissionDenied(f"You do not have {Action.INVOKE.name} permission on this agent.")
-    agent.environment = environment  # the caller's, already read: no query for it
-    return agent
 
 
 def agent_get_invocable(*, user: Any, agent_id: uuid.UUID) -> Agent:

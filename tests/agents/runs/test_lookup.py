@@ -1,6 +1,6 @@
 """The invoke path's lookups read what the next step needs in the same statement: the
 token's environment with its holder; the agent, the caller's grants, the version and its
-model's provider together."""
+model's provider together, as a typed row (agents/runs/lookup.py)."""
 
 from __future__ import annotations
 
@@ -16,79 +16,95 @@ from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR
 from agents.models import LLMModel
 from agents.runs import event_log
-from agents.runs.lookup import agent_and_version_to_invoke, version_to_run
+from agents.runs.lookup import run_target
 from agents.runs.spec import agent_spec
 from agents.selectors.agents import agent_get_to_invoke
+from agents.selectors.versions import version_get
 from agents.services.aliases import alias_set
 from agents.services.versions import version_add
 from tests.conftest import client_for
-from tests.factories import UserFactory
+from tests.factories import TASK_CONFIG, UserFactory
 
 
 def test_the_version_comes_with_its_models_provider_and_the_spec_needs_no_query(
-    make_agent: Any, settings: Any
+    make_agent: Any, owner: Any, env: Any, settings: Any
 ) -> None:
     settings.LLM_OFFLINE = False
     agent = make_agent("Calculator", "tool", config=CALCULATOR["config"])
-    version = version_to_run(agent=agent, ref="latest")
+    target = run_target(user=owner, environment=env, agent_id=agent.pk, ref="latest")
     expected = LLMModel.objects.get(pk=CALCULATOR["config"]["llmModelId"]).provider
-    assert version.model_provider == expected
+    assert target.model_provider == expected
 
     with CaptureQueriesContext(connection) as queries:
-        spec = agent_spec(agent=agent, version=version)
+        spec = agent_spec(target=target)
     assert queries.captured_queries == []
     assert spec.provider_name == expected
 
 
-def test_a_version_read_elsewhere_still_gets_its_provider(make_agent: Any, settings: Any) -> None:
+def test_a_task_agent_behind_a_tool_comes_with_its_provider_in_one_statement(
+    make_agent: Any, owner: Any, env: Any, settings: Any
+) -> None:
     settings.LLM_OFFLINE = False
-    agent = make_agent("Calculator", "tool", config=CALCULATOR["config"])
-    version = agent.versions.get()  # the ORM's: no model_provider
+    task = make_agent("summarise", "task", config=TASK_CONFIG)
+    tool = {"toolType": "task_agent", "name": "summarise", "description": "Summarises"}
+    tools = [*CALCULATOR["config"]["tools"], {**tool, "agentId": str(task.pk)}]
+    agent = make_agent("Calculator", "tool", config={**CALCULATOR["config"], "tools": tools})
+    target = run_target(user=owner, environment=env, agent_id=agent.pk, ref="latest")
 
     with CaptureQueriesContext(connection) as queries:
-        spec = agent_spec(agent=agent, version=version)
+        spec = agent_spec(target=target)
     assert len(queries.captured_queries) == 1
     assert (
-        spec.provider_name == LLMModel.objects.get(pk=CALCULATOR["config"]["llmModelId"]).provider
+        spec.task_agents["summarise"].provider_name
+        == LLMModel.objects.get(pk=TASK_CONFIG["llmModelId"]).provider
     )
 
 
 def test_a_versions_parsed_config_is_shared_and_never_another_versions(
-    make_agent: Any, admin_user: Any, settings: Any
+    make_agent: Any, admin_user: Any, owner: Any, env: Any, settings: Any
 ) -> None:
     settings.LLM_OFFLINE = False
     agent = make_agent("Calculator", "tool", config=CALCULATOR["config"])
-    first = version_to_run(agent=agent, ref="latest")
-    again = version_to_run(agent=agent, ref="latest")  # another instance of the same row
-    spec = agent_spec(agent=agent, version=first)
-    assert agent_spec(agent=agent, version=again).config is spec.config
+    first = run_target(user=owner, environment=env, agent_id=agent.pk, ref="latest")
+    again = run_target(user=owner, environment=env, agent_id=agent.pk, ref="latest")
+    spec = agent_spec(target=first)
+    assert again is not first  # another row of the same version
+    assert agent_spec(target=again).config is spec.config
 
     changed = {**CALCULATOR["config"], "systemPrompt": "Answer in French."}
     version_add(user=admin_user, agent=agent, config=changed)
-    newer = version_to_run(agent=agent, ref="latest")
-    assert newer.pk != first.pk
-    assert agent_spec(agent=agent, version=newer).config.system_prompt == "Answer in French."
-    assert agent_spec(agent=agent, version=first).config.system_prompt != "Answer in French."
+    newer = run_target(user=owner, environment=env, agent_id=agent.pk, ref="latest")
+    assert newer.version_id != first.version_id
+    assert agent_spec(target=newer).config.system_prompt == "Answer in French."
+    assert agent_spec(target=first).config.system_prompt != "Answer in French."
 
 
 def _two_steps(user: Any, env: Any, agent_id: Any, ref: str) -> Any:
+    """The reference: the invoke routes' permission check, then the API's version read,
+    then the catalog's provider, each from the ORM's own rows."""
     try:
         agent = agent_get_to_invoke(user=user, environment=env, agent_id=agent_id)
-        version = version_to_run(agent=agent, ref=ref)
+        version = version_get(agent=agent, ref=ref)
     except (NotFound, PermissionDenied, Invalid) as exc:
         return type(exc), str(exc)
-    return agent.pk, sorted(agent.held), version.pk, version.config, version.model_provider
+    provider = LLMModel.objects.filter(pk=version.config["llmModelId"]).first()
+    return (
+        (agent.pk, agent.name, agent.agent_type, agent.environment_id),
+        (version.pk, version.number, version.config),
+        provider.provider if provider else None,
+    )
 
 
 def _one_statement(user: Any, env: Any, agent_id: Any, ref: str) -> Any:
     try:
-        agent, version = agent_and_version_to_invoke(
-            user=user, environment=env, agent_id=agent_id, ref=ref
-        )
+        target = run_target(user=user, environment=env, agent_id=agent_id, ref=ref)
     except (NotFound, PermissionDenied, Invalid) as exc:
         return type(exc), str(exc)
-    assert version.agent is agent
-    return agent.pk, sorted(agent.held), version.pk, version.config, version.model_provider
+    return (
+        (target.agent_id, target.agent_name, target.agent_type, target.environment_id),
+        (target.version_id, target.version_number, target.config),
+        target.model_provider,
+    )
 
 
 REFS = ["latest", "1", "2", "3", "prod", "PROD", "gone", "not a ref!", "0"]
@@ -123,7 +139,7 @@ def test_the_one_statement_answers_and_refuses_as_the_two_steps(
 def test_a_good_reference_is_one_statement(make_agent: Any, owner: Any, env: Any) -> None:
     agent = make_agent("Calculator", "tool", config=CALCULATOR["config"])
     with CaptureQueriesContext(connection) as queries:
-        agent_and_version_to_invoke(user=owner, environment=env, agent_id=agent.pk, ref="1")
+        run_target(user=owner, environment=env, agent_id=agent.pk, ref="1")
     assert len(queries.captured_queries) == 1
 
 
