@@ -46,8 +46,8 @@ from agents.models import Agent, AgentVersion, AliasChange, Run
 from agents.services.aliases import alias_set
 from retrieval.indexing import document_ingest
 from retrieval.services import document_create
-from tests.agents.mcp.test_mcp import serve
 from tests.conftest import client_for
+from tests.fakes.mcp import serve
 from tests.live import LiveApp
 
 # The budget: CI's by default (a few minutes on 2 cores); `make schemathesis` raises it.

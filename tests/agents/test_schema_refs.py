@@ -30,8 +30,8 @@ from agents.models import Agent, AgentVersion
 from agents.runtime.spec import McpServerSpec
 from agents.runtime.tools.base import execute
 from agents.runtime.tools.mcp import mcp_tools
-from tests.agents.mcp.test_mcp import LiveServer, invoke, make_agent, mcp_config, register
 from tests.factories import CALCULATOR_CONFIG, TASK_CONFIG
+from tests.fakes.mcp import LiveServer, invoke, make_agent, mcp_config, register
 
 pytestmark = pytest.mark.django_db
 

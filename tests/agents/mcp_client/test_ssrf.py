@@ -6,11 +6,18 @@ Every URL here is a literal address, so checking it resolves nothing and connect
 from __future__ import annotations
 
 import ipaddress
+from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
 
-from agents.mcp_client.ssrf import NetworkPolicy, UrlRefused, check_url, embedded_ipv4
+from agents.mcp_client.ssrf import (
+    NetworkPolicy,
+    UrlRefused,
+    check_url,
+    embedded_ipv4,
+    policy_from_settings,
+)
 from agents.models import McpServer
 
 EMBEDDED_LOOPBACK = [
@@ -79,3 +86,17 @@ def test_registering_a_nat64_loopback_url_is_a_400_at_the_url(owner_client: APIC
     assert error["loc"] == ["body", "url"]
     assert "a loopback address (it embeds 127.0.0.1)" in error["msg"]
     assert not McpServer.objects.exists()
+
+
+def test_settings_open_private_networks_but_never_link_local(settings: Any) -> None:
+    settings.MCP_ALLOW_PRIVATE_NETWORKS = True
+    for url in ("http://127.0.0.1/mcp", "http://10.0.0.1/mcp", "http://localhost/mcp"):
+        check_url(url, policy_from_settings())
+    with pytest.raises(UrlRefused, match="link-local"):
+        check_url("http://169.254.169.254/", policy_from_settings())
+    settings.MCP_ALLOWED_HOSTS = ["169.254.0.0/16"]
+    check_url("http://169.254.169.254/", policy_from_settings())
+
+
+def test_a_public_address_passes_the_guard() -> None:
+    check_url("https://93.184.215.14/mcp", NetworkPolicy())
