@@ -15,6 +15,8 @@ from typing import Any, Protocol
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Model, Q, QuerySet
 
+from agentbuilder.users import User
+
 
 class Access(Protocol):
     @property
@@ -22,21 +24,21 @@ class Access(Protocol):
         """The model of environments (what an environment-scoped row's foreign key names)."""
         ...
 
-    def request_environment(self, *, user: Any, claim: str | None, header: str | None) -> Any:
+    def request_environment(self, *, user: User, claim: str | None, header: str | None) -> Any:
         """The environment a request acts in: the token's claim, else the X-Environment
         header, else the default. Raises NotFound for one the caller cannot see."""
         ...
 
-    def readable_rows(self, user: Any, *, path: str, global_rows: bool) -> Q:
+    def readable_rows(self, user: User, *, path: str, global_rows: bool) -> Q:
         """A condition on rows whose environment (through `path`) `user` may read; rows of
         no environment too when `global_rows`."""
         ...
 
-    def writable_environments(self, user: Any) -> QuerySet[Any]:
+    def writable_environments(self, user: User) -> QuerySet[Any]:
         """The environments in which `user` may add, change and delete rows."""
         ...
 
-    def may_write_row(self, user: Any, environment: Any) -> bool:
+    def may_write_row(self, user: User, environment: Any) -> bool:
         """Whether `user` may change or delete a row of `environment` (None: global, which
         only superusers change)."""
         ...

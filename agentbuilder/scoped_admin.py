@@ -23,6 +23,7 @@ from django.forms import ModelChoiceField
 from django.http import HttpRequest
 
 from agentbuilder.access import access
+from agentbuilder.users import User, request_user
 
 
 class EnvironmentScopedAdmin(admin.ModelAdmin):
@@ -32,13 +33,13 @@ class EnvironmentScopedAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         rows = super().get_queryset(request)
         readable = access().readable_rows(
-            request.user, path=self.environment_path, global_rows=self.global_rows
+            request_user(request), path=self.environment_path, global_rows=self.global_rows
         )
         return rows.filter(readable)
 
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
         allowed = super().has_add_permission(request, *args)
-        user = request.user
+        user = request_user(request)
         return allowed and (user.is_superuser or access().writable_environments(user).exists())
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -52,7 +53,7 @@ class EnvironmentScopedAdmin(admin.ModelAdmin):
     def _may_write(self, request: HttpRequest, obj: Any) -> bool:
         steps = self.environment_path.split("__")
         environment = reduce(lambda row, step: getattr(row, step, None), steps, obj)
-        return access().may_write_row(request.user, environment)
+        return access().may_write_row(request_user(request), environment)
 
     def get_list_filter(self, request: HttpRequest) -> Any:
         # Django's related filter lists every environment; this one only the environments
@@ -67,11 +68,11 @@ class EnvironmentScopedAdmin(admin.ModelAdmin):
     ) -> ModelChoiceField | None:
         field = super().formfield_for_foreignkey(db_field, request, **kwargs)
         if field is not None and db_field.related_model is access().environment_model:
-            writable(field, request.user)
+            writable(field, request_user(request))
         return field
 
 
-def writable(field: ModelChoiceField, user: Any) -> None:
+def writable(field: ModelChoiceField, user: User) -> None:
     """Narrow an environment select to the environments `user` may write rows in; only a
     superuser may leave it empty (a global row)."""
     if user.is_superuser:

@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 
 from agentbuilder import liveness
 from agentbuilder.errors import Conflict, DomainError, Invalid
+from agentbuilder.users import User
 from retrieval.extract import (
     ExtractionError,
     UnsupportedMedia,
@@ -40,7 +41,7 @@ class Unreadable(DomainError):
 def document_create(
     *,
     environment_id: Any,
-    user: Any,
+    user: User,
     title: str,
     data: bytes,
     media_type: str | None,
@@ -111,7 +112,7 @@ def _admitted(data: bytes, media_type: str | None, source_name: str) -> str:
         raise UnsupportedMediaType(f'Unsupported media type "{exc}".') from None
 
 
-def _keyed_upload(user: Any, key: str) -> Document | None:
+def _keyed_upload(user: User, key: str) -> Document | None:
     return Document.objects.filter(created_by=user, idempotency_key=key).first()
 
 

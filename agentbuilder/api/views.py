@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from inspect import iscoroutinefunction
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 from adrf.views import APIView as AsyncAPIView
 from django.utils.functional import cached_property
@@ -17,7 +17,26 @@ from agentbuilder.access import access
 from agentbuilder.api.errors import ErrorBody
 from agentbuilder.api.parsers import check_text
 from agentbuilder.db import in_db
+from agentbuilder.users import User
 from agentbuilder.wire import parse
+
+if TYPE_CHECKING:
+
+    class ApiRequest(Request):
+        """A request as the API's views see it: DRF authenticated its user before any
+        handler runs and IsAuthenticated let it in, so it is the project's model (django-stubs
+        says AbstractBaseUser | AnonymousUser). The few routes open to anyone (the token,
+        A2A's public cards) see None there and check for it before any use."""
+
+        @property
+        def user(self) -> User: ...
+
+        @user.setter
+        def user(self, value: Any) -> None: ...
+
+else:
+    ApiRequest = Request
+
 
 M = TypeVar("M", bound=BaseModel)
 P = ParamSpec("P")
@@ -25,7 +44,7 @@ R = TypeVar("R")
 
 
 class ApiView(APIView):
-    request: Request
+    request: ApiRequest
     # What the OpenAPI document says of the view's errors (agentbuilder.api.openapi): the
     # body its exception handler writes, whether its writes may meet a taken name (409),
     # whether it waits on a model or an MCP server (502, 504).
@@ -88,7 +107,8 @@ class AsyncApiView(AsyncAPIView, ApiView):
             return await super().async_dispatch(request, *args, **kwargs)
         assert handler is not None
         self.args, self.kwargs = args, kwargs
-        self.request = self.initialize_request(request, *args, **kwargs)
+        # DRF's Request, which ApiRequest describes (its user authenticated by the checks).
+        self.request = cast("ApiRequest", self.initialize_request(request, *args, **kwargs))
         self.headers = self.default_response_headers
         try:
             response = await handler(self.request, *args, **kwargs)

@@ -15,6 +15,7 @@ from guardian.shortcuts import get_perms
 
 from agentbuilder.errors import PermissionDenied
 from agentbuilder.scoped_admin import EnvironmentScopedAdmin, writable
+from agentbuilder.users import request_user
 from agents.access.api_clients import IssuedClient, api_client_create
 from agents.access.permissions import Action, environments_visible, environments_with
 from agents.admin.forms import (
@@ -34,7 +35,7 @@ class EnvironmentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):  # 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Environment]:
         envs = super().get_queryset(request)
         if not request.user.is_superuser:
-            envs = envs.filter(pk__in=environments_visible(request.user).values("pk"))
+            envs = envs.filter(pk__in=environments_visible(request_user(request)).values("pk"))
         alive = Q(agents__deleted_at__isnull=True)
         return envs.annotate(live_agent_count=Count("agents", filter=alive))
 

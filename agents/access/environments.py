@@ -7,18 +7,18 @@ belong to one, and a permission held on it holds for everything in it
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from django.db.models import QuerySet
 
 from agentbuilder.errors import NotFound
+from agentbuilder.users import User
 from agents.access.permissions import environments_visible
 from agents.models import Environment
 
 DEFAULT_ENVIRONMENT = "default"
 
 
-def environment_resolve(*, user: Any, claim: str | None, header: str | None) -> Environment:
+def environment_resolve(*, user: User, claim: str | None, header: str | None) -> Environment:
     """The request's environment: the token's claim, else the header (name or id), else
     `default`. Raises NotFound for an environment the caller cannot see."""
     if not header or claim:
@@ -37,6 +37,10 @@ def environment_resolve(*, user: Any, claim: str | None, header: str | None) -> 
         if env is None:
             raise NotFound(f"Environment '{header.strip()}' not found.")
         return env
+    return _default()
+
+
+def _default() -> Environment:
     env = Environment.objects.filter(name=DEFAULT_ENVIRONMENT).first()
     if env is None:
         raise NotFound(f"Environment '{DEFAULT_ENVIRONMENT}' not found.")
@@ -50,7 +54,7 @@ def _by_name_or_id(envs: QuerySet[Environment], ref: str) -> Environment | None:
         return envs.filter(name__iexact=ref).first()
 
 
-def environment_list(*, user: Any) -> QuerySet[Environment]:
+def environment_list(*, user: User) -> QuerySet[Environment]:
     return environments_visible(user).order_by("name")
 
 
@@ -62,4 +66,4 @@ def environment_public(*, reference: str | None) -> Environment:
         if env is None:
             raise NotFound(f"Environment '{reference.strip()}' not found.")
         return env
-    return environment_resolve(user=None, claim=None, header=None)
+    return _default()

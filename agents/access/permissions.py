@@ -17,13 +17,14 @@ from enum import StrEnum
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
+from django.contrib.auth.models import Group, Permission
 from django.db import connection
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 from guardian.shortcuts import assign_perm
 
 from agentbuilder.db import columns_sql, one_model
 from agentbuilder.errors import PermissionDenied
+from agentbuilder.users import User
 from agents.models import (
     Agent,
     AgentGroupObjectPermission,
@@ -50,7 +51,7 @@ def _held(actions: tuple[Action, ...]) -> dict[str, Any]:
     return {"permission__codename__in": actions}
 
 
-def _on_environment(user: Any, action: Action | tuple[Action, ...], environment: Any) -> Q:
+def _on_environment(user: User, action: Action | tuple[Action, ...], environment: Any) -> Q:
     """Held on `environment` (an OuterRef or a value), by the user or one of its groups."""
     held = _held(action if isinstance(action, tuple) else (action,))
     return Exists(
@@ -64,7 +65,7 @@ def _on_environment(user: Any, action: Action | tuple[Action, ...], environment:
     )
 
 
-def may(user: Any, *actions: Action) -> Q:
+def may(user: User, *actions: Action) -> Q:
     """A condition on Agent rows: `user` holds one of `actions` on the agent or its
     environment."""
     if user.is_superuser:
@@ -82,29 +83,29 @@ def may(user: Any, *actions: Action) -> Q:
     )
 
 
-def may_flag(user: Any, action: Action) -> ExpressionWrapper:
+def may_flag(user: User, action: Action) -> ExpressionWrapper:
     """`may` as a boolean column, to annotate rows already narrowed to another action."""
     return ExpressionWrapper(may(user, action), output_field=BooleanField())
 
 
-def agents_with(user: Any, action: Action) -> QuerySet[Agent]:
+def agents_with(user: User, action: Action) -> QuerySet[Agent]:
     """Live agents on which `user` holds `action`, directly or through their environment."""
     return Agent.objects.filter(may(user, action), deleted_at__isnull=True)
 
 
-def environments_with(user: Any, action: Action) -> QuerySet[Environment]:
+def environments_with(user: User, action: Action) -> QuerySet[Environment]:
     """Environments on which `user` holds `action` (for all of their agents)."""
     if user.is_superuser:
         return Environment.objects.all()
     return Environment.objects.filter(_on_environment(user, action, OuterRef("pk")))
 
 
-def holds_on_environment(user: Any, environment: Environment, action: Action) -> bool:
+def holds_on_environment(user: User, environment: Environment, action: Action) -> bool:
     """Whether `user` holds `action` on `environment` (for all of its agents)."""
     return environments_with(user, action).filter(pk=environment.pk).exists()
 
 
-def require_on_environment(user: Any, environment: Environment, action: Action) -> None:
+def require_on_environment(user: User, environment: Environment, action: Action) -> None:
     """Nothing if `user` holds `action` on `environment`. Raises PermissionDenied."""
     if not holds_on_environment(user, environment, action):
         raise PermissionDenied(
@@ -112,7 +113,7 @@ def require_on_environment(user: Any, environment: Environment, action: Action) 
         )
 
 
-def environments_visible(user: Any) -> QuerySet[Environment]:
+def environments_visible(user: User) -> QuerySet[Environment]:
     """Environments where `user` holds any agent permission, on it or on one of its agents."""
     if user.is_superuser:
         return Environment.objects.all()
@@ -137,7 +138,7 @@ def environments_visible(user: Any) -> QuerySet[Environment]:
     )
 
 
-def grant(holder: Any, action: Action, target: Agent | Environment) -> None:
+def grant(holder: User | Group, action: Action, target: Agent | Environment) -> None:
     """Give a user or a group `action` on an agent or on every agent of an environment."""
     assign_perm(str(action), holder, target)
 
@@ -145,7 +146,7 @@ def grant(holder: Any, action: Action, target: Agent | Environment) -> None:
 # ---------------------------------------------------------------- the invoke path
 
 
-def agent_with_held(user: Any, agent_id: Any) -> Agent | None:
+def agent_with_held(user: User, agent_id: Any) -> Agent | None:
     """The live agent `agent_id` with `held`, the set of Action codenames `user` holds on
     it or its environment (directly or through a group), from one statement written once.
 
@@ -157,7 +158,7 @@ def agent_with_held(user: Any, agent_id: Any) -> Agent | None:
     return None if agent is None else held_read(agent, user)
 
 
-def held_read(agent: Agent, user: Any) -> Agent:
+def held_read(agent: Agent, user: User) -> Agent:
     """`agent` with `held` a set: every Action for a superuser, else the codenames a
     statement with `held_array` read into the column `held`."""
     agent.held = set(Action) if user.is_superuser else set(agent.held)  # type: ignore[attr-defined]
@@ -214,7 +215,7 @@ def held_array(agent: str) -> str:
 
 
 def in_environments_with(
-    user: Any, action: Action, *, path: str = "environment", global_rows: bool = False
+    user: User, action: Action, *, path: str = "environment", global_rows: bool = False
 ) -> Q:
     """A condition on rows whose environment (reached through `path`) `user` holds
     `action` on; rows of no environment (global catalog rows) too when `global_rows`.
@@ -228,7 +229,7 @@ def in_environments_with(
     return held | Q(**{f"{path}__isnull": True}) if global_rows else held
 
 
-def may_change_row(user: Any, action: Action, environment: Environment | None) -> bool:
+def may_change_row(user: User, action: Action, environment: Environment | None) -> bool:
     """Whether `user` may change (as `action`) a row of `environment`; None is global."""
     if user.is_superuser:
         return True

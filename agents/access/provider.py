@@ -4,10 +4,9 @@ not import agents. Provided at start-up (agents.apps)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import Q, QuerySet
 
+from agentbuilder.users import User
 from agents.access.environments import environment_resolve
 from agents.access.permissions import (
     Action,
@@ -25,15 +24,15 @@ class EnvironmentAccess:
     environment_model = Environment
 
     def request_environment(
-        self, *, user: Any, claim: str | None, header: str | None
+        self, *, user: User, claim: str | None, header: str | None
     ) -> Environment:
         return environment_resolve(user=user, claim=claim, header=header)
 
-    def readable_rows(self, user: Any, *, path: str, global_rows: bool) -> Q:
+    def readable_rows(self, user: User, *, path: str, global_rows: bool) -> Q:
         return in_environments_with(user, Action.READ, path=path, global_rows=global_rows)
 
-    def writable_environments(self, user: Any) -> QuerySet[Environment]:
+    def writable_environments(self, user: User) -> QuerySet[Environment]:
         return environments_with(user, WRITE)
 
-    def may_write_row(self, user: Any, environment: Environment | None) -> bool:
+    def may_write_row(self, user: User, environment: Environment | None) -> bool:
         return may_change_row(user, WRITE, environment)

@@ -20,6 +20,7 @@ from django.utils.crypto import salted_hmac
 
 from agentbuilder.db import columns_sql, one_row
 from agentbuilder.errors import PermissionDenied
+from agentbuilder.users import User
 from agents.access.environments import DEFAULT_ENVIRONMENT
 from agents.models import APIClient, Environment
 
@@ -31,7 +32,7 @@ class Claims:
     credentials: str  # credentials_stamp of the user when the token was issued
 
 
-def credentials_stamp(user: Any) -> str:
+def credentials_stamp(user: User) -> str:
     """Changes whenever the user's password or its API client's secret does: a token
     carries the stamp it was issued with and dies with it (`user.api_client` loaded)."""
     client = getattr(user, "api_client", None)  # none: Django raises an AttributeError
@@ -77,12 +78,12 @@ def token_decode(token: str) -> Claims:
     return Claims(user_id=user_id, environment_id=payload.get("env"), credentials=payload["crd"])
 
 
-def credentials_current(claims: Claims, user: Any) -> bool:
+def credentials_current(claims: Claims, user: User) -> bool:
     """Whether the user's password (or client secret) is still the one the token saw."""
     return hmac.compare_digest(str(claims.credentials), credentials_stamp(user))
 
 
-def token_holder(claims: Claims) -> Any | None:
+def token_holder(claims: Claims) -> User | None:
     """The active user a token was issued to, with its API client if it has one, or None
     (gone, disabled, or a disabled client: it loses its tokens at once, not when they
     expire). Read on every request, from one statement written once: the ORM's form of it

@@ -16,6 +16,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from guardian.admin import GuardedModelAdmin, ReinforcedGuardedModelAdminMixin
 
+from agentbuilder.users import request_user
 from agents.access.permissions import Action, agents_with, environments_with, may_flag
 from agents.admin.aliases import aliases_page
 from agents.admin.compare import compare_page
@@ -268,10 +269,12 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:
         agents = super().get_queryset(request)
         if not request.user.is_superuser:
-            agents = agents.filter(pk__in=agents_with(request.user, Action.READ).values("pk"))
+            agents = agents.filter(
+                pk__in=agents_with(request_user(request), Action.READ).values("pk")
+            )
         return agents.annotate(
             latest_number=Max("versions__number"),
-            invocable=may_flag(request.user, Action.INVOKE),
+            invocable=may_flag(request_user(request), Action.INVOKE),
         )
 
     def get_fieldsets(self, request: HttpRequest, obj: Agent | None = None) -> Any:
@@ -315,7 +318,7 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
         return allowed and (obj is None or self._holds(request, obj, Action.DELETE))
 
     def _holds(self, request: HttpRequest, agent: Agent, action: Action) -> bool:
-        return agents_with(request.user, action).filter(pk=agent.pk).exists()
+        return agents_with(request_user(request), action).filter(pk=agent.pk).exists()
 
     def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
         """Nothing left to write: the form saved through the services while it validated.
@@ -330,11 +333,11 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
         return super().response_change(request, obj)
 
     def delete_model(self, request: HttpRequest, obj: Agent) -> None:
-        agent_delete(user=request.user, agent=obj)
+        agent_delete(user=request_user(request), agent=obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
         for agent in queryset:
-            agent_delete(user=request.user, agent=agent)
+            agent_delete(user=request_user(request), agent=agent)
 
     def get_deleted_objects(
         self, objs: Iterable[Agent], request: HttpRequest
@@ -343,7 +346,7 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
         # user may not DELETE (or one already deleted) refuses the whole batch.
         agents = list(objs)
         pks = [agent.pk for agent in agents]
-        deletable = agents_with(request.user, Action.DELETE).filter(pk__in=pks).count()
+        deletable = agents_with(request_user(request), Action.DELETE).filter(pk__in=pks).count()
         refused = {str(Agent._meta.verbose_name)} if deletable < len(agents) else set()
         return (
             [str(a) for a in agents],

@@ -18,6 +18,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from agentbuilder.errors import DomainError, Invalid
+from agentbuilder.users import User, request_user
 from agents.access.permissions import Action, agents_with
 from agents.models import Agent
 from agents.selectors.aliases import alias_history, alias_list
@@ -48,8 +49,8 @@ class PromoteForm(forms.Form):
 def aliases_page(site: AdminSite, request: HttpRequest, object_id: str) -> HttpResponse:
     """GET: the aliases, a promote form (`?version=N` picks the version) and the history.
     POST `action` promote / rollback / delete: EDIT on the agent. 404 without READ."""
-    agent = _agent(request.user, object_id, Action.READ)
-    may_edit = agents_with(request.user, Action.EDIT).filter(pk=agent.pk).exists()
+    agent = _agent(request_user(request), object_id, Action.READ)
+    may_edit = agents_with(request_user(request), Action.EDIT).filter(pk=agent.pk).exists()
     form = PromoteForm(agent=agent, initial={"version": request.GET.get("version")})
     if request.method == "POST":
         if not may_edit:
@@ -71,7 +72,7 @@ def aliases_page(site: AdminSite, request: HttpRequest, object_id: str) -> HttpR
     return TemplateResponse(request, "admin/agents/agent/aliases.html", context)
 
 
-def _agent(user: Any, object_id: str, action: Action) -> Agent:
+def _agent(user: User, object_id: str, action: Action) -> Agent:
     try:
         agent_id = uuid.UUID(object_id)
     except ValueError:
@@ -106,7 +107,7 @@ def _apply(request: HttpRequest, agent: Agent) -> tuple[bool, PromoteForm]:
                 return False, form
             name, number = form.cleaned_data["name"], form.cleaned_data["version"]
             alias = alias_set(
-                user=request.user,
+                user=request_user(request),
                 agent=agent,
                 name=name,
                 version_number=number,
@@ -116,12 +117,15 @@ def _apply(request: HttpRequest, agent: Agent) -> tuple[bool, PromoteForm]:
             messages.success(request, f"'{alias.name}' now runs v{number}.")
         elif action == "rollback":
             alias = alias_roll_back(
-                user=request.user, agent=agent, name=request.POST.get("name", ""), name_loc=()
+                user=request_user(request),
+                agent=agent,
+                name=request.POST.get("name", ""),
+                name_loc=(),
             )
             messages.success(request, f"'{alias.name}' rolled back to v{alias.version.number}.")
         elif action == "delete":
             name = request.POST.get("name", "")
-            alias_delete(user=request.user, agent=agent, name=name, name_loc=())
+            alias_delete(user=request_user(request), agent=agent, name=name, name_loc=())
             messages.success(request, f"Alias '{name}' deleted.")
         else:
             messages.error(request, "Unknown action.")

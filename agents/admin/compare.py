@@ -16,6 +16,7 @@ from django.template.response import TemplateResponse
 from django.utils.safestring import SafeString
 
 from agentbuilder.errors import Invalid, NotFound
+from agentbuilder.users import User, request_user
 from agents.access.permissions import Action, agents_with
 from agents.admin.forms import config_text
 from agents.models import Agent, AgentVersion
@@ -28,7 +29,7 @@ CONTEXT_LINES = 3
 def compare_page(site: AdminSite, request: HttpRequest, object_id: str) -> TemplateResponse:
     """GET ?a=<version>&b=<version>: the diff of `a` (default: the one before `b`) and `b`
     (default: latest). 404 unless the user may READ the agent."""
-    agent = _readable(request.user, object_id)
+    agent = _readable(request_user(request), object_id)
     versions = list(agent.versions.order_by("-number").only("number", "version_label"))
     b_ref = request.GET.get("b") or "latest"
     b, b_error = _version(agent, b_ref)
@@ -54,7 +55,7 @@ def compare_page(site: AdminSite, request: HttpRequest, object_id: str) -> Templ
     return TemplateResponse(request, "admin/agents/agent/compare.html", context)
 
 
-def _readable(user: Any, object_id: str) -> Agent:
+def _readable(user: User, object_id: str) -> Agent:
     try:
         agent_id = uuid.UUID(object_id)
     except ValueError:

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from agentbuilder.errors import DomainError, Invalid
+from agentbuilder.users import User, request_user
 from agents.access.permissions import environments_visible
 from agents.configs import CONFIG_MODELS
 from agents.examples import TEMPLATES
@@ -34,7 +35,7 @@ def config_schema(agent_type: str) -> dict[str, Any]:
     return CONFIG_MODELS[agent_type].model_json_schema(by_alias=True, mode="validation")
 
 
-def editor_schema(*, user: Any, environment: Environment, agent_type: str) -> dict[str, Any]:
+def editor_schema(*, user: User, environment: Environment, agent_type: str) -> dict[str, Any]:
     """`config_schema` with what this environment offers as choices: model ids, function
     names, guardrails, MCP servers and task agents, so the editor completes them."""
     schema = copy.deepcopy(config_schema(agent_type))
@@ -91,7 +92,9 @@ def _fill(node: Any, choices: dict[str, dict[str, Any]]) -> None:
 
 
 def _environment(request: HttpRequest, value: str | None) -> Environment:
-    environment = environments_visible(request.user).filter(pk=value).first() if value else None
+    environment = (
+        environments_visible(request_user(request)).filter(pk=value).first() if value else None
+    )
     if environment is None:
         raise Http404("No environment of yours has this id.")
     return environment
@@ -108,7 +111,7 @@ def schema_view(request: HttpRequest) -> JsonResponse:
     environment = _environment(request, request.GET.get("environment"))
     agent_type = _agent_type(request.GET.get("agentType"))
     return JsonResponse(
-        editor_schema(user=request.user, environment=environment, agent_type=agent_type)
+        editor_schema(user=request_user(request), environment=environment, agent_type=agent_type)
     )
 
 
@@ -126,7 +129,7 @@ def check_view(request: HttpRequest) -> JsonResponse:
     agent_type = _agent_type(body.get("agentType"))
     try:
         config_validate(
-            user=request.user,
+            user=request_user(request),
             environment=environment,
             agent_type=agent_type,
             data=body.get("config"),

@@ -17,6 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from agentbuilder.errors import DomainError, Invalid
+from agentbuilder.users import User, request_user
 from agents.access.permissions import Action, agents_with, environments_with, require_on_environment
 from agents.configs import RagSettings, config_parse
 from agents.models import Agent, AgentType, Environment
@@ -75,7 +76,7 @@ class RetrievalForm(forms.Form):
         min_value=1, max_value=100, required=False, label="Top N", help_text="Hits kept."
     )
 
-    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.user = user
         self.result: Retrieval | None = None
@@ -157,7 +158,7 @@ def search_page(site: AdminSite, request: HttpRequest) -> TemplateResponse:
     """A GET form: a search changes nothing, and its address can be shared."""
     bound = "query" in request.GET
     form = RetrievalForm(
-        request.GET if bound else None, user=request.user, initial=_initial(request)
+        request.GET if bound else None, user=request_user(request), initial=_initial(request)
     )
     if bound:
         form.is_valid()
@@ -174,5 +175,5 @@ def search_page(site: AdminSite, request: HttpRequest) -> TemplateResponse:
 
 
 def _initial(request: HttpRequest) -> dict[str, Any]:
-    environments = list(environments_with(request.user, Action.READ)[:2])
+    environments = list(environments_with(request_user(request), Action.READ)[:2])
     return {"environment": environments[0].pk} if len(environments) == 1 else {}

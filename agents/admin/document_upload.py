@@ -20,6 +20,7 @@ from django.urls import reverse
 
 from agentbuilder.api.middleware import ADMIN_UPLOAD_DOCUMENTS
 from agentbuilder.errors import DomainError, Invalid
+from agentbuilder.users import User, request_user
 from agents.access.permissions import Action, environments_with, require_on_environment
 from agents.admin.forms import json_object_or_empty
 from agents.models import Environment
@@ -73,7 +74,7 @@ class DocumentUploadForm(forms.Form):
         '"HR", "year": 2025}.',
     )
 
-    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.user = user
         self.documents: list[Document] = []
@@ -155,7 +156,7 @@ def _size(count: int) -> str:
 def upload_page(site: AdminSite, request: HttpRequest) -> HttpResponse:
     """The form; on success, back to the list, where each document shows its status."""
     if request.method == "POST":
-        form = DocumentUploadForm(request.POST, request.FILES, user=request.user)
+        form = DocumentUploadForm(request.POST, request.FILES, user=request_user(request))
         if form.is_valid():
             count = len(form.documents)
             messages.success(
@@ -165,7 +166,7 @@ def upload_page(site: AdminSite, request: HttpRequest) -> HttpResponse:
             )
             return HttpResponseRedirect(reverse("admin:retrieval_document_changelist"))
     else:
-        form = DocumentUploadForm(user=request.user, initial=_initial(request))
+        form = DocumentUploadForm(user=request_user(request), initial=_initial(request))
     context = {
         **site.each_context(request),
         "title": "Upload documents",
@@ -181,5 +182,5 @@ def upload_page(site: AdminSite, request: HttpRequest) -> HttpResponse:
 
 def _initial(request: HttpRequest) -> dict[str, Any]:
     # The only environment there is to choose, chosen.
-    environments = list(environments_with(request.user, Action.CREATE)[:2])
+    environments = list(environments_with(request_user(request), Action.CREATE)[:2])
     return {"environment": environments[0].pk} if len(environments) == 1 else {}

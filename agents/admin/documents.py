@@ -26,6 +26,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
+from agentbuilder.users import request_user
 from agents.access.permissions import Action, environments_with
 from agents.admin.document_search import search_page
 from agents.admin.document_upload import upload_page
@@ -150,7 +151,7 @@ class DocumentAdmin(admin.ModelAdmin):
         documents = super().get_queryset(request).defer("source")
         if request.user.is_superuser:
             return documents
-        readable = environments_with(request.user, Action.READ).values("pk")
+        readable = environments_with(request_user(request), Action.READ).values("pk")
         return documents.filter(environment__in=readable)
 
     # --- permissions: the model's admin permission, and the environment's grant ----------
@@ -158,7 +159,7 @@ class DocumentAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return (
             super().has_add_permission(request)
-            and environments_with(request.user, Action.CREATE).exists()
+            and environments_with(request_user(request), Action.CREATE).exists()
         )
 
     def has_change_permission(self, request: HttpRequest, obj: Document | None = None) -> bool:
@@ -225,7 +226,7 @@ class DocumentAdmin(admin.ModelAdmin):
         documents = list(objs)
         envs = {d.environment_id for d in documents}
         deletable = set(
-            environments_with(request.user, Action.DELETE)
+            environments_with(request_user(request), Action.DELETE)
             .filter(pk__in=envs)
             .values_list("pk", flat=True)
         )
@@ -239,7 +240,9 @@ class DocumentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Ingest the selected documents again", permissions=["change"])
     def reingest(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
-        editable = set(environments_with(request.user, Action.EDIT).values_list("pk", flat=True))
+        editable = set(
+            environments_with(request_user(request), Action.EDIT).values_list("pk", flat=True)
+        )
         chosen = list(queryset)
         allowed = [d for d in chosen if d.environment_id in editable]
         for document in allowed:
@@ -285,5 +288,5 @@ class DocumentAdmin(admin.ModelAdmin):
 
 
 def _holds(request: HttpRequest, document: Document, action: Action) -> bool:
-    granted = environments_with(request.user, action)
+    granted = environments_with(request_user(request), action)
     return granted.filter(pk=document.environment_id).exists()

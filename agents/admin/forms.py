@@ -11,6 +11,7 @@ from django.forms.fields import InvalidJSONInput
 from django.http import HttpRequest
 
 from agentbuilder.errors import DomainError, ErrorItem, Invalid
+from agentbuilder.users import User, request_user
 
 # Where an error located on the wire ("body", "displayName", …) shows in an admin form.
 FORM_FIELDS = {
@@ -60,7 +61,7 @@ class ServiceForm(forms.ModelForm):
     repeat the service's rules with vaguer messages.
     """
 
-    user: Any = None  # set for each request by the admin
+    user: User  # set for each request by the admin (form_for_user)
 
     def apply(self, data: dict[str, Any]) -> models.Model:
         raise NotImplementedError
@@ -88,7 +89,7 @@ class ServiceForm(forms.ModelForm):
 
 def form_for_user(form: type[forms.ModelForm], request: HttpRequest) -> type[forms.ModelForm]:
     # ModelAdmin.get_form builds a fresh class on every request, so this is per request.
-    form.user = request.user  # type: ignore[attr-defined]
+    form.user = request_user(request)  # type: ignore[attr-defined]
     return form
 
 

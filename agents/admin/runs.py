@@ -12,6 +12,7 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
+from agentbuilder.users import request_user
 from agents.admin.timeline import timeline
 from agents.models import Run, RunStatus
 from agents.runs.leases import runs_mark_failed
@@ -78,7 +79,7 @@ class RunAdmin(admin.ModelAdmin):
         runs = super().get_queryset(request)
         if request.user.is_superuser:
             return runs
-        return runs.filter(pk__in=runs_visible(user=request.user).values("pk"))
+        return runs.filter(pk__in=runs_visible(user=request_user(request)).values("pk"))
 
     def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         # A run page links to its thread: the runs of one caller with one thread id.

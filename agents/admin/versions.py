@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from agentbuilder.users import request_user
 from agents.access.permissions import Action, agents_with
 from agents.admin.forms import (
     PRE_STYLE,
@@ -63,7 +64,7 @@ class AgentVersionAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[AgentVersion]:
         versions = super().get_queryset(request)
         if not request.user.is_superuser:
-            readable = agents_with(request.user, Action.READ).values("pk")
+            readable = agents_with(request_user(request), Action.READ).values("pk")
             versions = versions.filter(agent__in=readable)
         return versions
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import paginate
-from agentbuilder.api.views import ApiView, render
+from agentbuilder.api.views import ApiRequest, ApiView, render
 from agents.access.permissions import Action
 from agents.api import schemas as s
 from agents.api.views import AGENT_ID, ENVIRONMENT, AgentScopedView
@@ -29,7 +28,7 @@ class AgentListView(ApiView):
         responses={200: s.AgentList},
         tags=["agents"],
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: ApiRequest) -> Response:
         query = self.query(s.AgentListQuery)
         agents = agent_list(
             user=request.user,
@@ -70,7 +69,7 @@ class AgentListView(ApiView):
         parameters=[ENVIRONMENT],
         tags=["agents"],
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: ApiRequest) -> Response:
         body = self.body(s.AgentCreate)
         agent, version = agent_create(
             user=request.user,
@@ -96,7 +95,7 @@ class AgentDetailView(AgentScopedView):
         responses={200: s.AgentOut},
         tags=["agents"],
     )
-    def get(self, request: Request, agentId: str) -> Response:
+    def get(self, request: ApiRequest, agentId: str) -> Response:
         return render(s.AgentOut.of(self._agent(agentId)))
 
     @extend_schema(
@@ -106,7 +105,7 @@ class AgentDetailView(AgentScopedView):
         responses={200: s.AgentOut},
         tags=["agents"],
     )
-    def patch(self, request: Request, agentId: str) -> Response:
+    def patch(self, request: ApiRequest, agentId: str) -> Response:
         agent = self._agent(agentId, Action.EDIT)
         body = self.body(s.AgentPatch)
         changes = body.model_dump(exclude_none=True, by_alias=False)
@@ -119,7 +118,7 @@ class AgentDetailView(AgentScopedView):
         responses={200: s.DeletedAgent},
         tags=["agents"],
     )
-    def delete(self, request: Request, agentId: str) -> Response:
+    def delete(self, request: ApiRequest, agentId: str) -> Response:
         agent = self._agent(agentId, Action.DELETE)
         agent_delete(user=request.user, agent=agent)
         return render(s.DeletedAgent(agent_id=agent.pk))
@@ -134,7 +133,7 @@ class AgentLookupView(ApiView):
         tags=["agents"],
         summary="Find an agent by name (and version label) in the environment",
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: ApiRequest) -> Response:
         body = self.body(s.AgentLookup)
         agent = agent_get_by_name(user=request.user, environment=self.environment, name=body.name)
         version = version_get_by_label(agent=agent, label=body.version_label)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import PageQuery, page_of, paginate
-from agentbuilder.api.views import ApiView, render
+from agentbuilder.api.views import ApiRequest, ApiView, render
 from agents.access.environments import environment_list
 from agents.api import schemas as s
 from agents.api.views import PAGE
@@ -31,7 +30,7 @@ class EnvironmentListView(ApiView):
         responses={200: s.EnvironmentList},
         tags=["environments"],
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: ApiRequest) -> Response:
         items, pagination = paginate(environment_list(user=request.user), self.query(PageQuery))
         return render(
             s.EnvironmentList(
@@ -47,7 +46,7 @@ class AgentTypeListView(ApiView):
         responses={200: s.AgentTypeList},
         tags=["agents"],
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: ApiRequest) -> Response:
         types = [
             s.AgentTypeOut(type=t.value, description=d) for t, d in AGENT_TYPE_DESCRIPTIONS.items()
         ]
@@ -62,7 +61,7 @@ class ModelListView(ApiView):
         responses={200: s.ModelList},
         tags=["catalog"],
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: ApiRequest) -> Response:
         query = self.query(s.ModelListQuery)
         items, pagination = paginate(model_list(agent_type=query.agent_type), query)
         return render(s.ModelList(models=[s.ModelOut.of(m) for m in items], pagination=pagination))

@@ -13,14 +13,13 @@ from typing import Any, Literal
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from pydantic import Field
-from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import PageQuery, Pagination, paginate
 from agentbuilder.api.parsers import JSONParser, MultiPartParser, loads_json
 from agentbuilder.api.paths import path_uuid
-from agentbuilder.api.views import ApiView, render
+from agentbuilder.api.views import ApiRequest, ApiView, render
 from agentbuilder.errors import Invalid
 from agentbuilder.wire import CamelModel, OutputModel, parse
 from agents.access.permissions import Action, require_on_environment
@@ -157,7 +156,7 @@ class DocumentListView(EnvironmentScoped):
         responses={200: DocumentList},
         tags=["documents"],
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: ApiRequest) -> Response:
         environment = self.require(Action.READ)
         query = self.query(DocumentQuery)
         documents = selectors.document_list(environment_id=environment.pk, status=query.status)
@@ -187,7 +186,7 @@ class DocumentListView(EnvironmentScoped):
         summary="Upload a document (JSON text or a multipart file); answered at once, "
         "ingested after",
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: ApiRequest) -> Response:
         environment = self.require(Action.CREATE)
         upload = request.FILES.get("file")
         fields = self._upload_fields(upload) if upload is not None else self._text_fields()
@@ -244,7 +243,7 @@ class DocumentDetailView(EnvironmentScoped):
         responses={200: DocumentOut},
         tags=["documents"],
     )
-    def get(self, request: Request, documentId: str) -> Response:
+    def get(self, request: ApiRequest, documentId: str) -> Response:
         return render(DocumentOut.of(self.document(documentId, Action.READ)))
 
     @extend_schema(
@@ -256,7 +255,7 @@ class DocumentDetailView(EnvironmentScoped):
         responses={200: DeletedDocument},
         tags=["documents"],
     )
-    def delete(self, request: Request, documentId: str) -> Response:
+    def delete(self, request: ApiRequest, documentId: str) -> Response:
         document = self.document(documentId, Action.DELETE)
         deleted = document.pk  # delete() clears the instance's pk
         services.document_delete(document=document)
@@ -283,7 +282,7 @@ class SearchView(EnvironmentScoped):
         tags=["documents"],
         summary="A RAG config's retrieval without a model: the nodes with their scores",
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: ApiRequest) -> Response:
         environment = self.require(Action.READ)
         body = self.body(SearchBody)
         nodes = search_now(

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import paginate
 from agentbuilder.api.paths import path_uuid
-from agentbuilder.api.views import ApiView, render
+from agentbuilder.api.views import ApiRequest, ApiView, render
 from agents.api import schemas as s
 from agents.api.views import ENVIRONMENT
 from agents.selectors.runs import run_get, run_list, thread_runs
@@ -26,7 +25,7 @@ class RunListView(ApiView):
         responses={200: s.RunList},
         tags=["runs"],
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: ApiRequest) -> Response:
         query = self.query(s.RunListQuery)
         runs = run_list(
             user=request.user,
@@ -50,7 +49,7 @@ class RunDetailView(ApiView):
         responses={200: s.RunOut},
         tags=["runs"],
     )
-    def get(self, request: Request, runId: str) -> Response:
+    def get(self, request: ApiRequest, runId: str) -> Response:
         run_id = path_uuid(runId, "runId", "a run id")
         run = run_get(user=request.user, environment=self.environment, run_id=run_id)
         return render(s.RunOut.of(run))
@@ -68,7 +67,7 @@ class ThreadDetailView(ApiView):
         tags=["runs"],
         summary="The messages of a thread, turn by turn",
     )
-    def get(self, request: Request, threadId: str) -> Response:
+    def get(self, request: ApiRequest, threadId: str) -> Response:
         query = self.query(s.ThreadQuery)
         runs = thread_runs(
             user=request.user,

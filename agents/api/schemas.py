@@ -9,6 +9,7 @@ from uuid import UUID
 from pydantic import Field, SkipValidation
 
 from agentbuilder.api.pagination import PageQuery, Pagination
+from agentbuilder.users import User
 from agentbuilder.wire import CamelModel, OutputModel
 from agents.configs import RagAgentConfig, TaskAgentConfig, ToolAgentConfig
 from agents.models import (
@@ -101,7 +102,7 @@ class EnvironmentList(OutputModel):
     pagination: Pagination
 
 
-def _username(user: Any) -> str | None:
+def _username(user: User | None) -> str | None:
     return user.get_username() if user is not None else None
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import uuid
 
 from drf_spectacular.utils import extend_schema
-from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentbuilder.api.pagination import PageQuery, paginate
-from agentbuilder.api.views import ApiView, render
+from agentbuilder.api.views import ApiRequest, ApiView, render
 from agents.access.permissions import Action
 from agents.api import schemas as s
 from agents.api.views import AGENT_ID, ENVIRONMENT, PAGE, VERSION_ID, AgentScopedView
@@ -27,7 +26,7 @@ class VersionListView(AgentScopedView):
         responses={200: s.VersionList},
         tags=["versions"],
     )
-    def get(self, request: Request, agentId: str) -> Response:
+    def get(self, request: ApiRequest, agentId: str) -> Response:
         agent = self._agent(agentId)
         items, pagination = paginate(version_list(agent=agent), self.query(PageQuery))
         return render(
@@ -45,7 +44,7 @@ class VersionListView(AgentScopedView):
         responses={201: s.AgentWithVersion},
         tags=["versions"],
     )
-    def post(self, request: Request, agentId: str) -> Response:
+    def post(self, request: ApiRequest, agentId: str) -> Response:
         agent = self._agent(agentId, Action.EDIT)
         body = self.body(s.VersionCreate)
         version = version_add(
@@ -68,7 +67,7 @@ class VersionDetailView(AgentScopedView):
         responses={200: s.AgentWithVersion},
         tags=["versions"],
     )
-    def get(self, request: Request, agentId: str, versionId: str) -> Response:
+    def get(self, request: ApiRequest, agentId: str, versionId: str) -> Response:
         agent = self._agent(agentId)
         version = version_get(agent=agent, ref=versionId)
         return render(
@@ -85,7 +84,7 @@ class BatchGetView(ApiView):
         tags=["versions"],
         summary="The latest version of up to 100 agents",
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: ApiRequest) -> Response:
         body = self.body(s.BatchGet)
         ids: dict[str, uuid.UUID | None] = {}
         for raw in body.agent_ids:

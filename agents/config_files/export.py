@@ -6,6 +6,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from agentbuilder.users import User
 from agents.config_files.documents import BY_NAME, references, renamed, yaml_dump
 from agents.mcp_registry.selectors import mcp_server_by_ref
 from agents.models import AgentVersion, Environment
@@ -21,7 +22,7 @@ class ExportedFile:
 
 
 def agents_export(
-    *, user: Any, environment: Environment, all_versions: bool = False
+    *, user: User, environment: Environment, all_versions: bool = False
 ) -> list[ExportedFile]:
     """The environment's agents that `user` may READ, one YAML document each, by name,
     with their latest version or (`all_versions`) every version, oldest first."""

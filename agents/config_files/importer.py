@@ -11,6 +11,7 @@ from typing import Any, Literal
 from django.db import transaction
 
 from agentbuilder.errors import DomainError, ErrorItem, Invalid, NotFound
+from agentbuilder.users import User
 from agentbuilder.wire import parse
 from agents.access.permissions import Action
 from agents.config_files.documents import (
@@ -79,7 +80,7 @@ class _File:
 
 
 def agents_import(
-    *, user: Any, environment: Environment, paths: Sequence[Path], dry_run: bool = False
+    *, user: User, environment: Environment, paths: Sequence[Path], dry_run: bool = False
 ) -> list[Change]:
     """Import agent files (or directories of `*.yaml`) into `environment` as `user`, all
     or nothing; `dry_run` computes the same changes and rolls them back.
@@ -147,7 +148,7 @@ def _load(found: list[str], problems: list[Problem]) -> list[_File]:
     return files
 
 
-def _import_one(user: Any, environment: Environment, file: _File) -> Change:
+def _import_one(user: User, environment: Environment, file: _File) -> Change:
     entry = file.entry
     current = entry.versions[-1]
     prefix: Loc = ("versions", len(entry.versions) - 1, "config")
@@ -182,7 +183,7 @@ def _import_one(user: Any, environment: Environment, file: _File) -> Change:
     return Change(file.path, agent.name, "update", number, tuple(details))
 
 
-def _update_fields(user: Any, agent: Agent, entry: AgentEntry) -> list[str]:
+def _update_fields(user: User, agent: Agent, entry: AgentEntry) -> list[str]:
     wanted = {"display_name": entry.display_name, "description": entry.description}
     changes = {k: v for k, v in wanted.items() if getattr(agent, k) != v}
     if changes:
@@ -192,7 +193,7 @@ def _update_fields(user: Any, agent: Agent, entry: AgentEntry) -> list[str]:
 
 
 def _add_version(
-    user: Any,
+    user: User,
     agent: Agent,
     current: VersionEntry,
     stored: dict[str, Any],
@@ -239,7 +240,7 @@ def _changed_keys(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     return keys + [k for k in before if k not in after]
 
 
-def _with_ids(config: dict[str, Any], user: Any, environment: Environment, prefix: Loc) -> Any:
+def _with_ids(config: dict[str, Any], user: User, environment: Environment, prefix: Loc) -> Any:
     """The config with references by name replaced by this environment's ids. Raises
     Invalid at a name that is not found."""
     config = copy.deepcopy(config)
@@ -265,7 +266,7 @@ def _with_ids(config: dict[str, Any], user: Any, environment: Environment, prefi
     return config
 
 
-def _resolve(kind: str, name: str, user: Any, environment: Environment) -> str | None:
+def _resolve(kind: str, name: str, user: User, environment: Environment) -> str | None:
     if kind == "mcp":
         server = mcp_server_by_ref(environment, name)
         return str(server.pk) if server else None

@@ -13,6 +13,7 @@ from django.http import HttpRequest
 
 from agentbuilder.errors import ErrorItem
 from agentbuilder.scoped_admin import EnvironmentScopedAdmin
+from agentbuilder.users import request_user
 from agents.access.permissions import Action, environments_with
 from agents.admin.forms import ServiceForm, form_for_user, model_fields
 from agents.mcp_registry import services
@@ -143,11 +144,11 @@ class McpServerAdmin(EnvironmentScopedAdmin):
         """Nothing left to do: the form saved through the services while it validated."""
 
     def delete_model(self, request: HttpRequest, obj: McpServer) -> None:
-        services.mcp_server_delete(user=request.user, server=obj)
+        services.mcp_server_delete(user=request_user(request), server=obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
         for server in queryset.select_related("environment"):
-            services.mcp_server_delete(user=request.user, server=server)
+            services.mcp_server_delete(user=request_user(request), server=server)
 
     @admin.display(description="scope", ordering="environment__name")
     def scope(self, server: McpServer) -> str:

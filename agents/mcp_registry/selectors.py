@@ -8,23 +8,23 @@ superusers change global ones.
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from django.db.models import F, Q, QuerySet
 
 from agentbuilder.errors import NotFound, PermissionDenied
+from agentbuilder.users import User
 from agents.access.permissions import Action, holds_on_environment, require_on_environment
 from agents.models import Environment, McpServer
 
 
-def mcp_server_list(*, user: Any, environment: Environment) -> QuerySet[McpServer]:
+def mcp_server_list(*, user: User, environment: Environment) -> QuerySet[McpServer]:
     """The servers of `environment` and the global ones. Raises PermissionDenied."""
     require_on_environment(user, environment, Action.READ)
     return _visible(environment).order_by("name", "id")
 
 
 def mcp_server_get(
-    *, user: Any, environment: Environment, server_id: uuid.UUID, action: Action = Action.READ
+    *, user: User, environment: Environment, server_id: uuid.UUID, action: Action = Action.READ
 ) -> McpServer:
     """One server the caller may READ (and act on as `action`: READ or EDIT).
 
@@ -43,7 +43,7 @@ def _visible(environment: Environment) -> QuerySet[McpServer]:
     return McpServer.objects.filter(Q(environment=environment) | Q(environment__isnull=True))
 
 
-def require_write(user: Any, environment: Environment | None) -> None:
+def require_write(user: User, environment: Environment | None) -> None:
     """Raises PermissionDenied unless `user` may change the servers of `environment`
     (None: the global ones)."""
     if environment is not None:

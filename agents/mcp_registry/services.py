@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from agentbuilder.errors import Conflict, ErrorItem, Invalid
+from agentbuilder.users import User
 from agents.mcp_client.ssrf import NetworkPolicy, UrlRefused, check_url, policy_from_settings
 from agents.mcp_client.types import STREAMABLE_HTTP
 from agents.mcp_registry.secrets import encrypt_headers
@@ -46,7 +47,7 @@ SCOPE_NAME_CONSTRAINTS = (
 @transaction.atomic
 def mcp_server_create(
     *,
-    user: Any,
+    user: User,
     environment: Environment | None,
     name: str,
     url: str,
@@ -75,7 +76,7 @@ def mcp_server_create(
 
 
 @transaction.atomic
-def mcp_server_update(*, user: Any, server: McpServer, changes: dict[str, Any]) -> McpServer:
+def mcp_server_update(*, user: User, server: McpServer, changes: dict[str, Any]) -> McpServer:
     """Change fields of a server; `headers` replaces every header. Raises PermissionDenied,
     Invalid or Conflict."""
     require_write(user, server.environment)
@@ -100,7 +101,7 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return parts.scheme.lower(), (parts.hostname or "").lower(), port
 
 
-def mcp_server_delete(*, user: Any, server: McpServer) -> None:
+def mcp_server_delete(*, user: User, server: McpServer) -> None:
     """Remove a server; agents that reference it are told so when they call its tools."""
     require_write(user, server.environment)
     server.delete()

@@ -15,13 +15,12 @@ from typing import Any, Literal
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from pydantic import Field, StrictBool
-from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentbuilder.api.errors import ErrorBody
 from agentbuilder.api.pagination import PageQuery, Pagination, paginate
 from agentbuilder.api.paths import path_uuid
-from agentbuilder.api.views import ApiView, AsyncApiView, render
+from agentbuilder.api.views import ApiRequest, ApiView, AsyncApiView, render
 from agentbuilder.db import in_db
 from agentbuilder.wire import CamelModel, OutputModel
 from agents.access.permissions import Action
@@ -131,7 +130,7 @@ class McpServerListView(ApiView):
         tags=["mcp"],
         summary="MCP servers of the environment and global ones",
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: ApiRequest) -> Response:
         found = selectors.mcp_server_list(user=request.user, environment=self.environment)
         items, pagination = paginate(found, self.query(PageQuery))
         return render(
@@ -146,7 +145,7 @@ class McpServerListView(ApiView):
         tags=["mcp"],
         summary="Register an MCP server",
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: ApiRequest) -> Response:
         body = self.body(McpServerCreate)
         server = services.mcp_server_create(
             user=request.user,
@@ -179,7 +178,7 @@ class McpServerDetailView(ApiView):
         responses={200: McpServerOut},
         tags=["mcp"],
     )
-    def get(self, request: Request, serverId: str) -> Response:
+    def get(self, request: ApiRequest, serverId: str) -> Response:
         return render(McpServerOut.of(self._server(serverId)))
 
     @extend_schema(
@@ -189,7 +188,7 @@ class McpServerDetailView(ApiView):
         responses={200: McpServerOut},
         tags=["mcp"],
     )
-    def patch(self, request: Request, serverId: str) -> Response:
+    def patch(self, request: ApiRequest, serverId: str) -> Response:
         server = self._server(serverId, Action.EDIT)
         changes = self.body(McpServerPatch).model_dump(exclude_none=True, by_alias=False)
         server = services.mcp_server_update(user=request.user, server=server, changes=changes)
@@ -201,7 +200,7 @@ class McpServerDetailView(ApiView):
         responses={200: DeletedMcpServer},
         tags=["mcp"],
     )
-    def delete(self, request: Request, serverId: str) -> Response:
+    def delete(self, request: ApiRequest, serverId: str) -> Response:
         server = self._server(serverId, Action.EDIT)
         server_id = server.pk
         services.mcp_server_delete(user=request.user, server=server)
@@ -226,7 +225,7 @@ class McpServerToolsView(AsyncApiView):
         summary="The server's tools, fetched from it now (502 or 504 when it cannot answer, "
         "409 when its address is no longer allowed)",
     )
-    async def get(self, request: Request, serverId: str) -> Response:
+    async def get(self, request: ApiRequest, serverId: str) -> Response:
         server_id, name, endpoint = await in_db(self._endpoint)(serverId)
         tools = await endpoints.mcp_server_tools(name=name, endpoint=endpoint)
         return render(

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Set as AbstractSet
-from typing import Any
 
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Lower
 
 from agentbuilder.errors import NotFound, PermissionDenied
+from agentbuilder.users import User
 from agents.access.permissions import Action, agent_with_held, agents_with, may, may_flag
 from agents.models import Agent, AgentVersion, Environment
 
@@ -25,7 +25,7 @@ def _with_current_version(agents: QuerySet[Agent]) -> QuerySet[Agent]:
 
 
 def agent_list(
-    *, user: Any, environment: Environment, agent_type: str | None = None, name: str | None = None
+    *, user: User, environment: Environment, agent_type: str | None = None, name: str | None = None
 ) -> QuerySet[Agent]:
     """Agents of `environment` the caller can READ, filtered by type and name substring."""
     agents = agents_with(user, Action.READ).filter(environment=environment)
@@ -36,7 +36,7 @@ def agent_list(
     return _with_current_version(agents).order_by("name", "id")
 
 
-def agent_list_invocable(*, user: Any, environment: Environment) -> QuerySet[Agent]:
+def agent_list_invocable(*, user: User, environment: Environment) -> QuerySet[Agent]:
     """Agents of `environment` the caller may INVOKE, by name: the OpenAI base's models."""
     return (
         agents_with(user, Action.INVOKE)
@@ -47,14 +47,14 @@ def agent_list_invocable(*, user: Any, environment: Environment) -> QuerySet[Age
 
 
 def agent_get(
-    *, user: Any, environment: Environment, agent_id: uuid.UUID, action: Action = Action.READ
+    *, user: User, environment: Environment, agent_id: uuid.UUID, action: Action = Action.READ
 ) -> Agent:
     """One live agent of `environment`. Raises NotFound if the caller cannot READ it and
     PermissionDenied if it can READ it but not perform `action`."""
     return _visible_one(user, action, environment, Q(pk=agent_id), f"Agent '{agent_id}'")
 
 
-def agent_get_to_invoke(*, user: Any, environment: Environment, agent_id: uuid.UUID) -> Agent:
+def agent_get_to_invoke(*, user: User, environment: Environment, agent_id: uuid.UUID) -> Agent:
     """`agent_get(action=INVOKE)` for the invoke routes, from one precompiled statement:
     NotFound unless the caller may READ or INVOKE the live agent in `environment`,
     PermissionDenied if it may READ it but not INVOKE it (docs/api.md#permissions)."""
@@ -79,7 +79,7 @@ def invocable_check(
         raise PermissionDenied(f"You do not have {Action.INVOKE.name} permission on this agent.")
 
 
-def agent_get_invocable(*, user: Any, agent_id: uuid.UUID) -> Agent:
+def agent_get_invocable(*, user: User, agent_id: uuid.UUID) -> Agent:
     """A live agent, in whichever environment, that `user` may INVOKE (the admin's
     playground finds it by id alone). Raises NotFound otherwise."""
     agent = agent_with_held(user, agent_id)  # the invoke routes' own check
@@ -89,7 +89,7 @@ def agent_get_invocable(*, user: Any, agent_id: uuid.UUID) -> Agent:
 
 
 def agent_get_by_name(
-    *, user: Any, environment: Environment, name: str, action: Action = Action.READ
+    *, user: User, environment: Environment, name: str, action: Action = Action.READ
 ) -> Agent:
     return _visible_one(
         user,
@@ -110,7 +110,9 @@ def agent_id_by_name(*, environment: Environment, name: str) -> uuid.UUID | None
     return agents.values_list("pk", flat=True).first()
 
 
-def _visible_one(user: Any, action: Action, environment: Environment, match: Q, what: str) -> Agent:
+def _visible_one(
+    user: User, action: Action, environment: Environment, match: Q, what: str
+) -> Agent:
     # One query: visibility (READ) filters, the permission asked for is a column. INVOKE
     # alone makes an agent visible to the invoke routes (docs/api.md#permissions): a service account
     # calls an agent without reading its config.
@@ -130,7 +132,7 @@ def _visible_one(user: Any, action: Action, environment: Environment, match: Q, 
 
 
 def agents_by_ids(
-    *, user: Any, environment: Environment, agent_ids: list[uuid.UUID]
+    *, user: User, environment: Environment, agent_ids: list[uuid.UUID]
 ) -> dict[uuid.UUID, Agent]:
     agents = _with_current_version(agents_with(user, Action.READ)).filter(
         environment=environment, pk__in=agent_ids

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from django.db.models import Q, QuerySet
 
 from agentbuilder.errors import NotFound
+from agentbuilder.users import User
 from agents.access.permissions import Action, may
 from agents.models import Agent, Environment, Run
 
 
-def runs_visible(*, user: Any, environment: Environment | None = None) -> QuerySet[Run]:
+def runs_visible(*, user: User, environment: Environment | None = None) -> QuerySet[Run]:
     """Runs (of `environment`, or of every one) the caller may read: its own, of agents it
     may still READ or INVOKE, and every caller's of the agents it holds AUDIT on
     (docs/api.md#runs)."""
@@ -26,7 +26,7 @@ def runs_visible(*, user: Any, environment: Environment | None = None) -> QueryS
 
 def run_list(
     *,
-    user: Any,
+    user: User,
     environment: Environment,
     agent_id: uuid.UUID | None = None,
     status: str | None = None,
@@ -47,7 +47,7 @@ def run_list(
     return runs.order_by("-started_at", "-id")
 
 
-def run_get(*, user: Any, environment: Environment, run_id: uuid.UUID) -> Run:
+def run_get(*, user: User, environment: Environment, run_id: uuid.UUID) -> Run:
     run = runs_visible(user=user, environment=environment).filter(pk=run_id).first()
     if run is None:
         raise NotFound(f"Run '{run_id}' not found.")
@@ -55,7 +55,7 @@ def run_get(*, user: Any, environment: Environment, run_id: uuid.UUID) -> Run:
 
 
 def thread_runs(
-    *, user: Any, environment: Environment, thread_id: str, caller_id: int | None = None
+    *, user: User, environment: Environment, thread_id: str, caller_id: int | None = None
 ) -> list[Run]:
     """The runs of one caller's thread (the caller's own, or with AUDIT `caller_id`'s),
     oldest first. A thread is its caller's: the same id from another caller is another

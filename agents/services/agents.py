@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from agentbuilder.db import unique_violation
 from agentbuilder.errors import Conflict, ErrorItem, Invalid, NotFound
+from agentbuilder.users import User
 from agents.access.permissions import Action, require_on_environment
 from agents.models import NAME_PATTERN, Agent, AgentType, AgentVersion, Environment
 from agents.services.config_check import config_validate
@@ -40,7 +41,7 @@ def _check_fields(fields: dict[str, str]) -> None:
 @transaction.atomic
 def agent_create(
     *,
-    user: Any,
+    user: User,
     environment: Environment,
     name: str,
     agent_type: str,
@@ -90,7 +91,7 @@ def agent_create(
 
 
 @transaction.atomic
-def agent_update(*, user: Any, agent: Agent, changes: dict[str, str]) -> Agent:
+def agent_update(*, user: User, agent: Agent, changes: dict[str, str]) -> Agent:
     """Rename or re-describe an agent (EDIT already checked by the selector)."""
     _check_fields(changes)
     for field, value in changes.items():
@@ -106,7 +107,7 @@ def agent_update(*, user: Any, agent: Agent, changes: dict[str, str]) -> Agent:
     return agent
 
 
-def agent_delete(*, user: Any, agent: Agent) -> None:
+def agent_delete(*, user: User, agent: Agent) -> None:
     """Soft delete: the agent disappears and its name is free; versions and runs stay."""
     now = timezone.now()
     Agent.objects.filter(pk=agent.pk, deleted_at__isnull=True).update(

@@ -3,12 +3,11 @@ recorded."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import transaction
 from django.utils import timezone
 
 from agentbuilder.errors import Invalid, Loc, NotFound
+from agentbuilder.users import User
 from agents.models import Agent, AliasChange, VersionAlias
 from agents.selectors.aliases import alias_name_problem
 from agents.services.agents import agent_locked
@@ -23,7 +22,7 @@ def _alias_name(name: str, loc: Loc) -> None:
 @transaction.atomic
 def alias_set(
     *,
-    user: Any,
+    user: User,
     agent: Agent,
     name: str,
     version_number: int,
@@ -61,7 +60,7 @@ def alias_set(
 
 @transaction.atomic
 def alias_roll_back(
-    *, user: Any, agent: Agent, name: str, name_loc: Loc = ("path", "name")
+    *, user: User, agent: Agent, name: str, name_loc: Loc = ("path", "name")
 ) -> VersionAlias:
     """Point alias `name` back at the version it pointed at before its last change, and
     record that as a change of its own. Raises NotFound, or Invalid when the alias has no
@@ -89,7 +88,7 @@ def alias_roll_back(
 
 
 @transaction.atomic
-def alias_delete(*, user: Any, agent: Agent, name: str, name_loc: Loc = ("path", "name")) -> None:
+def alias_delete(*, user: User, agent: Agent, name: str, name_loc: Loc = ("path", "name")) -> None:
     """Delete alias `name` of `agent` and record it. Raises Invalid or NotFound."""
     _alias_name(name, name_loc)
     locked = agent_locked(agent)

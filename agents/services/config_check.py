@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import Q
 
 from agentbuilder.errors import ErrorItem, Invalid, Loc
+from agentbuilder.users import User
 from agents.access.permissions import Action, agents_with
 from agents.configs import (
     AgentConfig,
@@ -29,7 +30,7 @@ from retrieval.hxql import HxqlError, parse_hxql
 
 
 def config_validate(
-    *, user: Any, environment: Environment, agent_type: str, data: Any, loc: Loc
+    *, user: User, environment: Environment, agent_type: str, data: Any, loc: Loc
 ) -> dict[str, Any]:
     """Check a config for `agent_type` (shape, then catalogs) and return its stored form.
 
@@ -43,7 +44,7 @@ def config_validate(
 
 
 def _catalog_errors(
-    user: Any, environment: Environment, agent_type: str, config: AgentConfig
+    user: User, environment: Environment, agent_type: str, config: AgentConfig
 ) -> Iterable[ErrorItem]:
     model = LLMModel.objects.filter(pk=config.llm_model_id, enabled=True).first()
     if model is None:
@@ -74,7 +75,7 @@ def _hxql_errors(query: str, loc: tuple[str | int, ...]) -> Iterable[ErrorItem]:
 
 
 def _tool_errors(
-    user: Any, environment: Environment, config: ToolAgentConfig
+    user: User, environment: Environment, config: ToolAgentConfig
 ) -> Iterable[ErrorItem]:
     known_functions = function_names()
     targets = [t.agent_id for t in config.tools if isinstance(t, TaskAgentTool)]

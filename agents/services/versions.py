@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from agentbuilder.db import unique_violation
 from agentbuilder.errors import Conflict, Invalid, Loc
+from agentbuilder.users import User
 from agents.models import Agent, AgentVersion
 from agents.services.agents import agent_locked
 from agents.services.config_check import config_validate
@@ -18,7 +19,7 @@ from agents.services.config_check import config_validate
 @transaction.atomic
 def version_add(
     *,
-    user: Any,
+    user: User,
     agent: Agent,
     config: Any | None,
     version_label: str = "",

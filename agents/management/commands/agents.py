@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agentbuilder.errors import NotFound
+from agentbuilder.users import User
 from agents.access.environments import DEFAULT_ENVIRONMENT, environment_resolve
 from agents.config_files import ImportFailed, agents_export, agents_import
 from agents.models import Environment
@@ -54,7 +55,7 @@ class Command(BaseCommand):
         else:
             self._import(user, env, options["paths"], options["dry_run"])
 
-    def _export(self, user: Any, env: Environment, out: Path, all_versions: bool) -> None:
+    def _export(self, user: User, env: Environment, out: Path, all_versions: bool) -> None:
         files = agents_export(user=user, environment=env, all_versions=all_versions)
         out.mkdir(parents=True, exist_ok=True)
         for file in files:
@@ -65,7 +66,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"{file.file_name}: {warning}")
         self.stdout.write(f"exported {len(files)} agents of '{env.name}' to {out}")
 
-    def _import(self, user: Any, env: Environment, paths: list[Path], dry_run: bool) -> None:
+    def _import(self, user: User, env: Environment, paths: list[Path], dry_run: bool) -> None:
         try:
             changes = agents_import(user=user, environment=env, paths=paths, dry_run=dry_run)
         except ImportFailed as exc:
