@@ -143,7 +143,7 @@ class RunAdmin(admin.ModelAdmin):
         description="Mark the selected in-progress runs failed (interrupted)", permissions=["close"]
     )
     def mark_failed(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        closed = runs_mark_failed(runs=queryset, by=request.user)
+        closed = runs_mark_failed(runs=queryset, by=request_user(request))
         skipped = queryset.count() - closed
         note = f" ({skipped} had ended already and stay as they were)" if skipped else ""
         self.message_user(request, f"{closed} run(s) marked failed{note}.", messages.SUCCESS)

@@ -22,13 +22,13 @@ import weakref
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 
 from agentbuilder import liveness
+from agentbuilder.users import User
 from agents.models import Run, RunStatus
 from agents.runs import live
 from agents.runtime.failures import FailureCode
@@ -171,7 +171,7 @@ def run_close_canceled(run_id: uuid.UUID) -> int:
     return _close(Run.objects.filter(pk=run_id), RunStatus.CANCELED)
 
 
-def runs_mark_failed(*, runs: QuerySet[Run], by: Any) -> int:
+def runs_mark_failed(*, runs: QuerySet[Run], by: User) -> int:
     """An admin's verdict on runs they judge stuck: the in-progress ones become `failed`
     (`interrupted`). If such a run was alive after all, its own end overwrites this."""
     message = f"marked failed by {by} while in progress"

@@ -32,7 +32,6 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Collection
-from typing import Any
 
 from django.conf import settings
 from django.db import connections
@@ -40,6 +39,7 @@ from django.db.models import F
 from django.db.models.functions import Coalesce, Now
 
 from agentbuilder import liveness
+from agentbuilder.users import User
 from agents.models import Run, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -152,7 +152,7 @@ def live_here(run_id: uuid.UUID) -> bool:
         return run_id in _live
 
 
-def run_cancel(*, run_id: uuid.UUID, by: Any) -> bool:
+def run_cancel(*, run_id: uuid.UUID, by: User) -> bool:
     """Ask the run to end `canceled`, wherever it runs: within CANCEL_POLL_SECONDS and a
     statement's time in another serving process, at once in this one. False if the run is
     not in progress (ended, or unknown). Who may cancel is the caller's check."""

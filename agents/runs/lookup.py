@@ -13,6 +13,7 @@ from typing import Any
 from django.db import connection
 
 from agentbuilder.errors import Invalid, NotFound
+from agentbuilder.users import User
 from agents.access.permissions import Action, held_array
 from agents.models import Agent, AgentType, AgentVersion, Environment, LLMModel
 from agents.selectors.agents import agent_get_to_invoke, invocable_check
@@ -34,7 +35,7 @@ class RunTarget:
     model_provider: str | None
 
 
-def run_target(*, user: Any, environment: Environment, agent_id: uuid.UUID, ref: str) -> RunTarget:
+def run_target(*, user: User, environment: Environment, agent_id: uuid.UUID, ref: str) -> RunTarget:
     """The version `ref` names (`latest`, a number, an id, an alias) of agent `agent_id`,
     which `user` may INVOKE in `environment`. The refusals of `agent_get_to_invoke` then of
     `version_get`, in that order: NotFound or PermissionDenied for the agent, Invalid or

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentbuilder.errors import Invalid
+from agentbuilder.users import User
 from agents.llm.base import Message, ToolSpec
 from agents.mcp_registry.request import McpServerRequest
 from agents.models import Environment
@@ -22,7 +23,7 @@ TASK_TYPES = ("task",)
 class RunRequest:
     """One call of an agent's version, as a protocol's view read it from the request."""
 
-    user: Any
+    user: User
     environment: Environment
     agent_id: uuid.UUID
     version_ref: str

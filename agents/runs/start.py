@@ -17,6 +17,7 @@ from django.utils import timezone
 from agentbuilder import liveness
 from agentbuilder.db import insert_new
 from agentbuilder.errors import DomainError, ErrorItem, Invalid
+from agentbuilder.users import User
 from agents.configs import NamedTool, TaskAgentConfig, ToolAgentConfig
 from agents.llm.base import Message
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
@@ -255,7 +256,7 @@ def _fail(run: Run, code: FailureCode, message: str) -> None:
     )
 
 
-def thread_history(*, agent_id: uuid.UUID, caller: Any, thread_id: str) -> tuple[Message, ...]:
+def thread_history(*, agent_id: uuid.UUID, caller: User, thread_id: str) -> tuple[Message, ...]:
     """The messages of the caller's thread's earlier completed turns with this agent, oldest
     first. A thread belongs to its caller: another caller's same id is another thread."""
     if not thread_id:

@@ -4,12 +4,13 @@ arguments become the turn's message or the task's inputs."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import Field, field_validator
 
 from agentbuilder.errors import ErrorItem, Invalid
+from agentbuilder.users import User
 from agentbuilder.wire import CamelModel, parse
 from agents.llm.base import Message
 from agents.models import Agent, AgentType, Environment
@@ -32,7 +33,7 @@ class Caller:
     """Who calls, in which environment: read from the Bearer token before the MCP SDK
     sees the request, and handed to the tool handlers in the ASGI scope."""
 
-    user: Any
+    user: User
     environment: Environment
     call_depth: int = 0  # its Agentbuilder-Call-Depth header (agents.runtime.depth)
 
@@ -73,23 +74,21 @@ def run_request(
     """The run of `agent` that the call's arguments ask for. Raises Invalid, located under
     `arguments`, before any run exists when a tool or RAG agent's arguments do not fit; a
     task agent's inputs are checked against its version's schema when the run opens."""
-    common = {
-        "user": caller.user,
-        "environment": caller.environment,
-        "agent_id": agent.pk,
-        "version_ref": version_ref,
-        "protocol": PROTOCOL,
-        "route": ROUTE,
-        "agent_types": (agent.agent_type,),
-        "call_depth": caller.call_depth,
-    }
+    request = RunRequest(
+        user=caller.user,
+        environment=caller.environment,
+        agent_id=agent.pk,
+        version_ref=version_ref,
+        protocol=PROTOCOL,
+        route=ROUTE,
+        agent_types=(agent.agent_type,),
+        call_depth=caller.call_depth,
+    )
     if agent.agent_type == AgentType.TASK:
-        return RunRequest(**common, inputs=dict(arguments or {}))
+        return replace(request, inputs=dict(arguments or {}))
     chat = parse(ChatArguments, arguments or {}, ARGUMENTS)
-    return RunRequest(
-        **common,
-        messages=(Message("user", chat.message),),
-        thread_id=chat.thread_id or "",
+    return replace(
+        request, messages=(Message("user", chat.message),), thread_id=chat.thread_id or ""
     )
 
 

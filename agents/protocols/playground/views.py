@@ -22,6 +22,7 @@ from rest_framework.request import Request
 from agentbuilder.api.paths import path_uuid
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid, NotFound
+from agentbuilder.users import User, request_user
 from agents.models import Agent, AgentType
 from agents.protocols.playground.encoder import PlaygroundEncoder
 from agents.protocols.playground.request import PlaygroundRequest
@@ -41,7 +42,7 @@ NO_RUN = "00000000-0000-0000-0000-000000000000"  # replaced by the page with a r
 def playground_page(site: AdminSite, request: HttpRequest, object_id: str) -> TemplateResponse:
     """The page: the agent, its versions (with a task agent's input schema) and the URLs
     the script calls. 404 unless the user may INVOKE the agent."""
-    agent = _invocable(request.user, object_id)
+    agent = _invocable(request_user(request), object_id)
     context = {
         **site.each_context(request),
         "title": f"Playground: {agent.name}",
@@ -63,7 +64,7 @@ def playground_page(site: AdminSite, request: HttpRequest, object_id: str) -> Te
     return TemplateResponse(request, "admin/agents/agent/playground.html", context)
 
 
-def _invocable(user: Any, object_id: str) -> Agent:
+def _invocable(user: User, object_id: str) -> Agent:
     try:
         return agent_get_invocable(user=user, agent_id=uuid.UUID(object_id))
     except (ValueError, NotFound):
