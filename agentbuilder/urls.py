@@ -11,6 +11,7 @@ urlpatterns = [
     path("v1/", include("agents.api.urls")),
     path("v1/", include("agents.protocols.a2a.urls")),
     path("v1/", include("guardrails.api.urls")),
+    path("v1/", include("retrieval.api.urls")),
     # Last: any other /v1/ path is the API's JSON 404, DEBUG on or off (Django answers a
     # path no pattern matches with its HTML debug page under DEBUG, never calling
     # handler404; APPEND_SLASH's redirect of `/v1/agents/` is no answer for an API either).

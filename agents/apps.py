@@ -7,12 +7,14 @@ class AgentsConfig(AppConfig):
 
     def ready(self) -> None:
         from agentbuilder import access, asgi_mounts
-        from agents.access.provider import EnvironmentAccess
+        from agents.access.provider import DocumentAccess, EnvironmentAccess
         from agents.runs import leases
+        from retrieval import access as retrieval_access
 
         leases.register()
-        # The project package and the apps beside agents ask agentbuilder.access; this app
-        # answers, so none of them imports agents.
+        # The project package and the apps beside agents ask agentbuilder.access (retrieval
+        # also retrieval.access); this app answers, so none of them imports agents.
         access.provide(EnvironmentAccess())
+        retrieval_access.provide(DocumentAccess())
         # /v1/mcp, our MCP server, beside Django's handler (agentbuilder.asgi).
         asgi_mounts.mount("agents.protocols.mcp_server.asgi")

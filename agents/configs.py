@@ -18,6 +18,7 @@ from agentbuilder.wire import CamelModel, parse
 from agents import json_schemas
 from agents.templating import template_limits
 from agents.templating.static import TooLarge, check_limits, field_types, template_variables
+from retrieval.configs import RagSettings
 
 TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"  # what Bedrock and OpenAI both accept as a tool name
 
@@ -115,17 +116,6 @@ class McpServerReference(CamelModel):
 class McpTool(CamelModel):
     tool_type: Literal["mcp"]
     mcp_server_references: list[McpServerReference] = Field(min_length=1, max_length=20)
-
-
-class RagSettings(CamelModel):
-    hxql_query: str = Field("SELECT * FROM SysContent", min_length=1, max_length=10_000)
-    limit: int = Field(50, ge=1, le=1000)
-    hybrid_search: bool = True
-    adjacent_chunk_range: int = Field(0, ge=0, le=10)
-    adjacent_chunk_merge: bool = False
-    reranker_top_n: int = Field(13, ge=1, le=100)
-    enable_hallucination_check: bool = False
-    enable_multihop_query_refinement: bool = False
 
 
 class RagTool(NamedTool):

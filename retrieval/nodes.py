@@ -41,3 +41,9 @@ class Node:
             "score": round(self.score, 6),
             "text": self.text,
         }
+
+
+def context_str(nodes: list[Node]) -> str:
+    """The passages as a RAG prompt's {context_str} shows them: numbered, with their
+    document's title (a RAG agent's prompt, the admin's "Try retrieval")."""
+    return "\n\n".join(f"[{i}] ({n.title}) {n.text}" for i, n in enumerate(nodes, 1))

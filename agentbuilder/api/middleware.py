@@ -12,7 +12,7 @@ from django.utils.decorators import sync_and_async_middleware
 
 # Uploads have their own limit; every other route takes API_MAX_BODY_BYTES.
 UPLOAD_PATHS = ("/v1/documents",)
-# The admin's upload form (agents/admin/document_upload.py) sends several files in one body.
+# The admin's upload form (retrieval/admin/upload.py) sends several files in one body.
 ADMIN_UPLOAD_PATHS = ("/admin/retrieval/document/add",)
 ADMIN_UPLOAD_DOCUMENTS = 4  # of DOCUMENT_MAX_BYTES each, in one body
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 from adrf.views import APIView as AsyncAPIView
 from django.utils.functional import cached_property
+from drf_spectacular.utils import OpenApiParameter
 from pydantic import BaseModel
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -41,6 +42,15 @@ else:
 M = TypeVar("M", bound=BaseModel)
 P = ParamSpec("P")
 R = TypeVar("R")
+
+# The header `ApiView.environment` reads, as the views that act in an environment document it.
+ENVIRONMENT = OpenApiParameter(
+    "X-Environment",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="Environment name or id; ignored when the token names one. Default: `default`.",
+)
 
 
 class ApiView(APIView):

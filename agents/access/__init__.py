@@ -7,8 +7,8 @@
   every request; `authentication`: DRF's side of that check; `throttling`: callers told
   apart by address and account, and guesses at credentials counted.
 - `api_clients`: machine callers, each a service user granted in one environment.
-- `provider`: the answer to `agentbuilder.access`, for the project package and the apps that
-  never import agents.
+- `provider`: the answers to `agentbuilder.access` and `retrieval.access`, for the project
+  package and the apps that never import agents.
 - `api`: POST /v1/auth/token; `admin`: the admin pages of environments and API clients.
 
 The models (`Environment`, `APIClient`, guardian's permission tables) stay in agents.models.

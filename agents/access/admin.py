@@ -13,16 +13,13 @@ from django.http import HttpRequest
 from guardian.admin import GuardedModelAdmin, ReinforcedGuardedModelAdminMixin
 from guardian.shortcuts import get_perms
 
+from agentbuilder.admin_forms import form_for_user, model_fields
 from agentbuilder.errors import PermissionDenied
 from agentbuilder.scoped_admin import EnvironmentScopedAdmin, writable
 from agentbuilder.users import request_user
 from agents.access.api_clients import IssuedClient, api_client_create
 from agents.access.permissions import Action, environments_visible, environments_with
-from agents.admin.forms import (
-    ServiceForm,
-    form_for_user,
-    model_fields,
-)
+from agents.admin.forms import ServiceForm
 from agents.models import APIClient, Environment
 
 

@@ -1,10 +1,9 @@
 """The admin: environments, agents and their versions, catalogs, API clients, MCP servers,
-runs, documents."""
+runs (documents: retrieval.admin)."""
 
 from agents.access import admin as access
 from agents.admin import (
     agents,
-    documents,
     llm_models,
     runs,
     versions,
@@ -16,7 +15,6 @@ from agents.mcp_registry import admin as mcp_registry  # registers McpServer's a
 __all__ = [
     "access",
     "agents",
-    "documents",
     "llm_models",
     "mcp_registry",
     "runs",

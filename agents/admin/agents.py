@@ -16,6 +16,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from guardian.admin import GuardedModelAdmin, ReinforcedGuardedModelAdminMixin
 
+from agentbuilder.admin_forms import form_for_user, model_fields
 from agentbuilder.users import request_user
 from agents.access.permissions import Action, agents_with, environments_with, may_flag
 from agents.admin.aliases import aliases_page
@@ -26,8 +27,6 @@ from agents.admin.forms import (
     ConfigField,
     ServiceForm,
     config_text,
-    form_for_user,
-    model_fields,
 )
 from agents.examples import TEMPLATES
 from agents.models import Agent, AgentType, AgentVersion, Environment

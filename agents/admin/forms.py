@@ -1,4 +1,5 @@
-"""The admin's shared form plumbing: forms that write through a service, config fields."""
+"""The agents' admin forms: a service form that places the agents' wire fields, config
+fields (the shared plumbing is agentbuilder.admin_forms)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,11 @@ import json
 from typing import Any
 
 from django import forms
-from django.db import models, transaction
 from django.forms.fields import InvalidJSONInput
-from django.http import HttpRequest
 
-from agentbuilder.errors import DomainError, ErrorItem, Invalid
-from agentbuilder.users import User, request_user
+from agentbuilder.admin_forms import ServiceForm as BaseServiceForm
 
-# Where an error located on the wire ("body", "displayName", …) shows in an admin form.
+# The agents' fields as the wire names them, and as their admin forms do.
 FORM_FIELDS = {
     "name": "name",
     "displayName": "display_name",
@@ -27,10 +25,6 @@ PRE_STYLE = "font-size:12px; line-height:1.4; white-space:pre-wrap"
 def config_text(config: Any) -> str:
     # Sorted: jsonb keeps keys in its own order (shortest first), which reads as random.
     return json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False)
-
-
-def model_fields(model: type[models.Model]) -> list[str]:
-    return [field.name for field in model._meta.concrete_fields]
 
 
 class ConfigField(forms.JSONField):
@@ -51,52 +45,8 @@ class ConfigField(forms.JSONField):
         return super().to_python(value)
 
 
-class ServiceForm(forms.ModelForm):
-    """A form that writes through a service while it validates.
+class ServiceForm(BaseServiceForm):
+    """agentbuilder.admin_forms.ServiceForm with the agents' fields: where a service's error
+    located on the wire shows in the agents' forms."""
 
-    The services check and write in one step, so calling them here is what turns their
-    domain errors into form errors. The savepoint undoes a half-done change (a rename
-    before a refused config), and the admin's transaction still wraps the whole request.
-    The model's own validation is skipped (every model field is excluded): it would only
-    repeat the service's rules with vaguer messages.
-    """
-
-    user: User  # set for each request by the admin (form_for_user)
-
-    def apply(self, data: dict[str, Any]) -> models.Model:
-        raise NotImplementedError
-
-    def clean(self) -> dict[str, Any]:
-        super().clean()
-        if self.errors:
-            return self.cleaned_data
-        try:
-            with transaction.atomic():
-                self.instance = self.apply(self.cleaned_data)
-        except Invalid as exc:
-            for item in exc.errors:
-                self._add_located_error(item)
-        except DomainError as exc:
-            self.add_error(None, exc.detail)
-        return self.cleaned_data
-
-    def _add_located_error(self, item: ErrorItem) -> None:
-        loc = item.loc[1:] if item.loc[:1] == ("body",) else item.loc
-        field = FORM_FIELDS.get(str(loc[0])) if loc else None
-        message = f"{'.'.join(map(str, loc))}: {item.msg}" if loc else item.msg
-        self.add_error(field if field in self.fields else None, message)
-
-
-def form_for_user(form: type[forms.ModelForm], request: HttpRequest) -> type[forms.ModelForm]:
-    # ModelAdmin.get_form builds a fresh class on every request, so this is per request.
-    form.user = request_user(request)  # type: ignore[attr-defined]
-    return form
-
-
-def json_object_or_empty(value: Any, what: str = "Metadata") -> dict[str, Any]:
-    """A JSON field's value that must be an object, an empty field read as `{}`."""
-    if value in (None, ""):
-        return {}
-    if not isinstance(value, dict):
-        raise forms.ValidationError(f"{what} must be a JSON object.")
-    return value
+    located = FORM_FIELDS

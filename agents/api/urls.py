@@ -1,7 +1,7 @@
 from django.urls import path
 
 from agents.access.api import TokenView
-from agents.api import agents, aliases, catalogs, documents, runs, versions
+from agents.api import agents, aliases, catalogs, runs, versions
 from agents.mcp_registry import urls as mcp_registry
 from agents.protocols.chat_completions import urls as chat_completions
 from agents.protocols.native import urls as native
@@ -15,13 +15,6 @@ urlpatterns = [
     path("models", catalogs.ModelListView.as_view(), name="model-list"),
     path("agents", agents.AgentListView.as_view(), name="agent-list"),
     path("runs", runs.RunListView.as_view(), name="run-list"),
-    path("documents", documents.DocumentListView.as_view(), name="document-list"),
-    path(
-        "documents/<str:documentId>",
-        documents.DocumentDetailView.as_view(),
-        name="document-detail",
-    ),
-    path("search", documents.SearchView.as_view(), name="search"),
     *mcp_registry.urlpatterns,  # /mcp-servers
     path("runs/<str:runId>", runs.RunDetailView.as_view(), name="run-detail"),
     path("threads/<str:threadId>", runs.ThreadDetailView.as_view(), name="thread-detail"),

@@ -15,6 +15,7 @@ from drf_spectacular.utils import OpenApiParameter
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import PageQuery
 from agentbuilder.api.paths import path_uuid
+from agentbuilder.api.views import ENVIRONMENT as ENVIRONMENT  # the project's: ApiView reads it
 from agentbuilder.api.views import ApiView
 from agents.access.permissions import Action
 from agents.models import Agent
@@ -29,13 +30,6 @@ VERSION_ID = OpenApiParameter(
     str,
     OpenApiParameter.PATH,
     description="`latest`, a version number, a version uuid or an alias (`prod`).",
-)
-ENVIRONMENT = OpenApiParameter(
-    "X-Environment",
-    str,
-    OpenApiParameter.HEADER,
-    required=False,
-    description="Environment name or id; ignored when the token names one. Default: `default`.",
 )
 # Read on every route that runs an agent (agents.runs.request.call_depth_of).
 CALL_DEPTH = OpenApiParameter(

@@ -11,11 +11,12 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from agentbuilder.admin_forms import form_for_user, model_fields
 from agentbuilder.errors import ErrorItem
 from agentbuilder.scoped_admin import EnvironmentScopedAdmin
 from agentbuilder.users import request_user
 from agents.access.permissions import Action, environments_with
-from agents.admin.forms import ServiceForm, form_for_user, model_fields
+from agents.admin.forms import ServiceForm
 from agents.mcp_registry import services
 from agents.models import Environment, McpServer, McpTransport
 

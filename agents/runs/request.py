@@ -34,7 +34,7 @@ class RunRequest:
     inputs: dict[str, Any] | None = None  # task agents
     guardrails: tuple[str, ...] = ()  # on top of the config's, by name
     thread_id: str = ""
-    rag_overrides: Mapping[str, Any] | None = None  # field names of agents.rag.OVERRIDES
+    rag_overrides: Mapping[str, Any] | None = None  # field names of retrieval.rag.OVERRIDES
     max_iterations: int | None = None  # a protocol's own limit, for tool agents
     mcp_servers: tuple[McpServerRequest, ...] = ()  # for this run only, on top of the config's
     # /v1/openai: the client's tools (errors name them at ["body", "tools", i]), its

@@ -27,7 +27,7 @@ from agents.runtime.failures import FailureCode
 from agents.runtime.guard import screen_nodes
 from agents.runtime.model_step import StepResult, model_request, model_step
 from agents.runtime.spec import AgentSpec, Meter, Retriever, RunFailure, RunInput
-from retrieval.nodes import Node
+from retrieval.nodes import Node, context_str
 
 # Below this best score the question is rewritten and retrieval tried again (multihop).
 REFINE_BELOW = 0.5
@@ -80,11 +80,6 @@ def _question(run_input: RunInput) -> str:
     if not question.strip():
         raise RunFailure(FailureCode.INVALID_REQUEST, "a RAG agent needs a user question")
     return question
-
-
-def context_str(nodes: list[Node]) -> str:
-    """The passages as the prompt shows them: numbered, with their document's title."""
-    return "\n\n".join(f"[{i}] ({n.title}) {n.text}" for i, n in enumerate(nodes, 1))
 
 
 _PLACEHOLDER = re.compile(r"\{(context_str|query_str)\}")

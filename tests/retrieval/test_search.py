@@ -10,12 +10,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agents.configs import RagSettings
-from agents.rag import search_now, search_request
+from retrieval.configs import RagSettings
 from retrieval.hxql import parse_hxql
 from retrieval.indexing import document_embedder
 from retrieval.models import TS_CONFIG, Chunk, Document, DocumentStatus
 from retrieval.nodes import Neighbour, Node
+from retrieval.rag import search_now, search_request
 from retrieval.search import (
     RRF_K,
     Scope,

@@ -24,11 +24,11 @@ from agents.protocols.native.encoder import (
 from agents.protocols.native.errors import error_body, failure_status
 from agents.protocols.native.request import InvokeRequest, InvokeTaskRequest, runtime_messages
 from agents.protocols.views import ProtocolView, run_headers, streamed
-from agents.rag import OVERRIDES as RAG_OVERRIDES
 from agents.runs.request import CHAT_TYPES, TASK_TYPES
 from agents.runs.start import Invocation, invocation_start
 from agents.runs.stream import collected_events
 from agents.runtime.events import ResponseFailed
+from retrieval.rag import OVERRIDES as RAG_OVERRIDES
 
 
 class _InvokeBase(ProtocolView):
@@ -61,7 +61,7 @@ class _InvokeBase(ProtocolView):
                 messages=messages,
                 guardrails=tuple(chat.guardrails),
                 thread_id=chat.thread_id or "",
-                # Field names, not the wire's camelCase: agents.rag.OVERRIDES names them so.
+                # Field names, not the wire's camelCase: retrieval.rag.OVERRIDES names them so.
                 rag_overrides=chat.model_dump(
                     include=set(RAG_OVERRIDES), exclude_none=True, by_alias=False
                 ),

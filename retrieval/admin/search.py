@@ -1,5 +1,5 @@
 """The admin's "Try retrieval" page: a query and an HxQL filter run through the retrieval of a
-RAG config without a model, by the same calls as POST /v1/search (agents.rag), in an
+RAG config without a model, by the same calls as POST /v1/search (retrieval.rag), in an
 environment the user may READ. With a RAG agent chosen, its latest version's settings are
 the base and the form's fields override them as a request's would; without one, the
 defaults, as /v1/search takes them."""
@@ -18,14 +18,11 @@ from django.urls import reverse
 
 from agentbuilder.errors import DomainError, Invalid
 from agentbuilder.users import User, request_user
-from agents.access.permissions import Action, agents_with, environments_with, require_on_environment
-from agents.configs import RagSettings, config_parse
-from agents.models import Agent, AgentType, Environment
-from agents.rag import search_now, search_request
-from agents.runtime.rag_agent import context_str
-from agents.selectors.versions import version_get
+from retrieval.access import Grant, document_access
+from retrieval.configs import RagSettings
 from retrieval.models import Document
-from retrieval.nodes import Node
+from retrieval.nodes import Node, context_str
+from retrieval.rag import search_now, search_request
 from retrieval.search import SearchRequest
 
 MODES = [
@@ -47,11 +44,12 @@ class AgentChoice(forms.ModelChoiceField):
 
 
 class RetrievalForm(forms.Form):
-    environment = forms.ModelChoiceField(
-        queryset=Environment.objects.none(), help_text="Environments you may READ."
+    # Their querysets are the user's, set in __init__.
+    environment: forms.ModelChoiceField[Any] = forms.ModelChoiceField(
+        queryset=None, help_text="Environments you may READ."
     )
     agent = AgentChoice(
-        queryset=Agent.objects.none(),
+        queryset=None,
         required=False,
         empty_label="None: the default settings, as POST /v1/search",
         help_text="A RAG agent of the environment: its latest version's retrieval settings.",
@@ -80,9 +78,10 @@ class RetrievalForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.user = user
         self.result: Retrieval | None = None
-        environments = environments_with(user, Action.READ).order_by("name")
+        access = document_access()
+        environments = access.environments_with(user, Grant.READ).order_by("name")
         cast(forms.ModelChoiceField, self.fields["environment"]).queryset = environments
-        agents = agents_with(user, Action.READ).filter(agent_type=AgentType.RAG)
+        agents = access.rag_agents(user)
         cast(forms.ModelChoiceField, self.fields["agent"]).queryset = agents.select_related(
             "environment"
         ).order_by("environment__name", "name")
@@ -92,8 +91,8 @@ class RetrievalForm(forms.Form):
         data = self.cleaned_data
         if self.errors:
             return data
-        environment: Environment = data["environment"]
-        agent: Agent | None = data.get("agent")
+        environment = data["environment"]
+        agent = data.get("agent")
         if agent is not None and agent.environment_id != environment.pk:
             self.add_error("agent", f"{agent.name} is not an agent of {environment.name}.")
             return data
@@ -108,11 +107,10 @@ class RetrievalForm(forms.Form):
             self.add_error(None, exc.detail)
         return data
 
-    def _search(
-        self, environment: Environment, agent: Agent | None, data: dict[str, Any]
-    ) -> Retrieval:
-        require_on_environment(self.user, environment, Action.READ)
-        rag = _settings_of(agent) if agent is not None else RagSettings()
+    def _search(self, environment: Any, agent: Any, data: dict[str, Any]) -> Retrieval:
+        access = document_access()
+        access.require(self.user, environment, Grant.READ)
+        rag = access.rag_settings(agent) if agent is not None else RagSettings()
         overrides = {
             "hxql_query": data["hxql_query"].strip() or None,
             "hybrid_search": {"hybrid": True, "vector": False}.get(data["mode"]),
@@ -123,13 +121,6 @@ class RetrievalForm(forms.Form):
         nodes = search_now(environment_id=environment.pk, template=template, query=data["query"])
         hxql = overrides["hxql_query"] or rag.hxql_query
         return Retrieval(nodes=nodes, request=template, hxql_query=hxql)
-
-
-def _settings_of(agent: Agent) -> RagSettings:
-    version = version_get(agent=agent, ref="latest")
-    config = config_parse(agent.agent_type, version.config)
-    assert isinstance(config, RagSettings)
-    return config
 
 
 @dataclass(frozen=True)
@@ -175,5 +166,5 @@ def search_page(site: AdminSite, request: HttpRequest) -> TemplateResponse:
 
 
 def _initial(request: HttpRequest) -> dict[str, Any]:
-    environments = list(environments_with(request_user(request), Action.READ)[:2])
+    environments = list(document_access().environments_with(request_user(request), Grant.READ)[:2])
     return {"environment": environments[0].pk} if len(environments) == 1 else {}

@@ -1,10 +1,9 @@
 """The admin of documents (retrieval.Document): upload, status, chunks, re-ingest, delete and
 a page to try retrieval.
 
-It lives on the agents side, as the documents API does (agents/api/documents.py): a
-document's permissions are its environment's (READ to see, CREATE to upload, EDIT to
-change or re-ingest, DELETE to delete), and those are agents' permissions, which retrieval
-may not import. Staff also need the model's own admin permission (view, add, change,
+A document's permissions are its environment's (READ to see, CREATE to upload, EDIT to
+change or re-ingest, DELETE to delete), asked through retrieval.access as the documents
+API asks them. Staff also need the model's own admin permission (view, add, change,
 delete document), as for every other model.
 """
 
@@ -26,12 +25,12 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
+from agentbuilder.admin_forms import ServiceForm, json_object_or_empty, model_fields
 from agentbuilder.users import request_user
-from agents.access.permissions import Action, environments_with
-from agents.admin.document_search import search_page
-from agents.admin.document_upload import upload_page
-from agents.admin.forms import ServiceForm, json_object_or_empty, model_fields
 from retrieval import selectors, services
+from retrieval.access import Grant, document_access
+from retrieval.admin.search import search_page
+from retrieval.admin.upload import upload_page
 from retrieval.models import Document
 
 CHUNKS_PER_PAGE = 20
@@ -151,7 +150,9 @@ class DocumentAdmin(admin.ModelAdmin):
         documents = super().get_queryset(request).defer("source")
         if request.user.is_superuser:
             return documents
-        readable = environments_with(request_user(request), Action.READ).values("pk")
+        readable = (
+            document_access().environments_with(request_user(request), Grant.READ).values("pk")
+        )
         return documents.filter(environment__in=readable)
 
     # --- permissions: the model's admin permission, and the environment's grant ----------
@@ -159,16 +160,16 @@ class DocumentAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return (
             super().has_add_permission(request)
-            and environments_with(request_user(request), Action.CREATE).exists()
+            and document_access().environments_with(request_user(request), Grant.CREATE).exists()
         )
 
     def has_change_permission(self, request: HttpRequest, obj: Document | None = None) -> bool:
         allowed = super().has_change_permission(request, obj)
-        return allowed and (obj is None or _holds(request, obj, Action.EDIT))
+        return allowed and (obj is None or _holds(request, obj, Grant.EDIT))
 
     def has_delete_permission(self, request: HttpRequest, obj: Document | None = None) -> bool:
         allowed = super().has_delete_permission(request, obj)
-        return allowed and (obj is None or _holds(request, obj, Action.DELETE))
+        return allowed and (obj is None or _holds(request, obj, Grant.DELETE))
 
     # --- pages ----------------------------------------------------------------------------
 
@@ -226,7 +227,8 @@ class DocumentAdmin(admin.ModelAdmin):
         documents = list(objs)
         envs = {d.environment_id for d in documents}
         deletable = set(
-            environments_with(request_user(request), Action.DELETE)
+            document_access()
+            .environments_with(request_user(request), Grant.DELETE)
             .filter(pk__in=envs)
             .values_list("pk", flat=True)
         )
@@ -240,11 +242,10 @@ class DocumentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Ingest the selected documents again", permissions=["change"])
     def reingest(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
-        editable = set(
-            environments_with(request_user(request), Action.EDIT).values_list("pk", flat=True)
-        )
+        editable = document_access().environments_with(request_user(request), Grant.EDIT)
+        editable_ids = set(editable.values_list("pk", flat=True))
         chosen = list(queryset)
-        allowed = [d for d in chosen if d.environment_id in editable]
+        allowed = [d for d in chosen if d.environment_id in editable_ids]
         for document in allowed:
             services.document_reingest(document=document)
         self.message_user(
@@ -287,6 +288,6 @@ class DocumentAdmin(admin.ModelAdmin):
         return format_html('<span title="{}">{}</span>', document.error, shown)
 
 
-def _holds(request: HttpRequest, document: Document, action: Action) -> bool:
-    granted = environments_with(request_user(request), action)
+def _holds(request: HttpRequest, document: Document, grant: Grant) -> bool:
+    granted = document_access().environments_with(request_user(request), grant)
     return granted.filter(pk=document.environment_id).exists()

@@ -1,7 +1,7 @@
 """Documents and search (docs/api.md#documents), scoped to the request's environment.
 
 Documents belong to an environment, so their permissions are the environment's: READ to
-list and search, CREATE to upload, DELETE to delete.
+list and search, CREATE to upload, DELETE to delete (asked through retrieval.access).
 """
 
 from __future__ import annotations
@@ -19,16 +19,14 @@ from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import PageQuery, Pagination, paginate
 from agentbuilder.api.parsers import JSONParser, MultiPartParser, loads_json
 from agentbuilder.api.paths import path_uuid
-from agentbuilder.api.views import ApiRequest, ApiView, render
+from agentbuilder.api.views import ENVIRONMENT, ApiRequest, ApiView, render
 from agentbuilder.errors import Invalid
 from agentbuilder.wire import CamelModel, OutputModel, parse
-from agents.access.permissions import Action, require_on_environment
-from agents.api.views import ENVIRONMENT
-from agents.configs import RagSettings
-from agents.models import Environment
-from agents.rag import search_now, search_request
 from retrieval import selectors, services
+from retrieval.access import Grant, document_access
+from retrieval.configs import RagSettings
 from retrieval.models import Document
+from retrieval.rag import search_now, search_request
 
 IDEMPOTENCY_KEY_MAX = 255
 IDEMPOTENCY_KEY = OpenApiParameter(
@@ -132,13 +130,13 @@ class SearchOut(OutputModel):
 
 
 class EnvironmentScoped(ApiView):
-    def require(self, action: Action) -> Environment:
-        environment: Environment = self.environment
-        require_on_environment(self.request.user, environment, action)
+    def require(self, grant: Grant) -> Any:
+        environment = self.environment
+        document_access().require(self.request.user, environment, grant)
         return environment
 
-    def document(self, document_id: str, action: Action) -> Document:
-        environment = self.require(action)
+    def document(self, document_id: str, grant: Grant) -> Document:
+        environment = self.require(grant)
         return selectors.document_get(
             environment_id=environment.pk,
             document_id=path_uuid(document_id, "documentId", "a document id"),
@@ -157,7 +155,7 @@ class DocumentListView(EnvironmentScoped):
         tags=["documents"],
     )
     def get(self, request: ApiRequest) -> Response:
-        environment = self.require(Action.READ)
+        environment = self.require(Grant.READ)
         query = self.query(DocumentQuery)
         documents = selectors.document_list(environment_id=environment.pk, status=query.status)
         items, pagination = paginate(documents, query)
@@ -187,7 +185,7 @@ class DocumentListView(EnvironmentScoped):
         "ingested after",
     )
     def post(self, request: ApiRequest) -> Response:
-        environment = self.require(Action.CREATE)
+        environment = self.require(Grant.CREATE)
         upload = request.FILES.get("file")
         fields = self._upload_fields(upload) if upload is not None else self._text_fields()
         document = services.document_create(
@@ -244,7 +242,7 @@ class DocumentDetailView(EnvironmentScoped):
         tags=["documents"],
     )
     def get(self, request: ApiRequest, documentId: str) -> Response:
-        return render(DocumentOut.of(self.document(documentId, Action.READ)))
+        return render(DocumentOut.of(self.document(documentId, Grant.READ)))
 
     @extend_schema(
         operation_id="documents_delete",
@@ -256,7 +254,7 @@ class DocumentDetailView(EnvironmentScoped):
         tags=["documents"],
     )
     def delete(self, request: ApiRequest, documentId: str) -> Response:
-        document = self.document(documentId, Action.DELETE)
+        document = self.document(documentId, Grant.DELETE)
         deleted = document.pk  # delete() clears the instance's pk
         services.document_delete(document=document)
         return render(DeletedDocument(document_id=deleted))
@@ -283,7 +281,7 @@ class SearchView(EnvironmentScoped):
         summary="A RAG config's retrieval without a model: the nodes with their scores",
     )
     def post(self, request: ApiRequest) -> Response:
-        environment = self.require(Action.READ)
+        environment = self.require(Grant.READ)
         body = self.body(SearchBody)
         nodes = search_now(
             environment_id=environment.pk,

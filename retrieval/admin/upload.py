@@ -18,13 +18,12 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
+from agentbuilder.admin_forms import json_object_or_empty
 from agentbuilder.api.middleware import ADMIN_UPLOAD_DOCUMENTS
 from agentbuilder.errors import DomainError, Invalid
 from agentbuilder.users import User, request_user
-from agents.access.permissions import Action, environments_with, require_on_environment
-from agents.admin.forms import json_object_or_empty
-from agents.models import Environment
 from retrieval import services
+from retrieval.access import Grant, document_access
 from retrieval.models import Document
 
 MAX_FILES = 20
@@ -56,8 +55,9 @@ class MetadataField(forms.JSONField):
 
 
 class DocumentUploadForm(forms.Form):
-    environment = forms.ModelChoiceField(
-        queryset=Environment.objects.none(), help_text="Environments you may CREATE in."
+    # The user's environments, set in __init__.
+    environment: forms.ModelChoiceField[Any] = forms.ModelChoiceField(
+        queryset=None, help_text="Environments you may CREATE in."
     )
     file = MultipleFileField(
         label="Files",
@@ -78,7 +78,7 @@ class DocumentUploadForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.user = user
         self.documents: list[Document] = []
-        environments = environments_with(user, Action.CREATE).order_by("name")
+        environments = document_access().environments_with(user, Grant.CREATE).order_by("name")
         cast(forms.ModelChoiceField, self.fields["environment"]).queryset = environments
         self.fields["file"].help_text += (
             f" At most {_size(settings.DOCUMENT_MAX_BYTES)} a file, {MAX_FILES} files, "
@@ -116,7 +116,7 @@ class DocumentUploadForm(forms.Form):
         # becomes a form error, and the savepoint takes back the batch's earlier documents.
         try:
             with transaction.atomic():
-                require_on_environment(self.user, data["environment"], Action.CREATE)
+                document_access().require(self.user, data["environment"], Grant.CREATE)
                 self.documents = [self._create(data, upload) for upload in files]
         except Invalid as exc:
             self.documents = []
@@ -182,5 +182,7 @@ def upload_page(site: AdminSite, request: HttpRequest) -> HttpResponse:
 
 def _initial(request: HttpRequest) -> dict[str, Any]:
     # The only environment there is to choose, chosen.
-    environments = list(environments_with(request_user(request), Action.CREATE)[:2])
+    environments = list(
+        document_access().environments_with(request_user(request), Grant.CREATE)[:2]
+    )
     return {"environment": environments[0].pk} if len(environments) == 1 else {}

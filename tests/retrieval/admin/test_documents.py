@@ -1,4 +1,4 @@
-"""Documents in the admin (agents/admin/documents.py, document_upload.py, document_search.py)
+"""Documents in the admin (retrieval/admin/documents.py, upload.py, search.py)
 over HTTP: upload one or several files, status and errors in the list, chunks on the page,
 re-ingest, edit, delete, try retrieval as POST /v1/search runs it, and the environment's
 permissions as the documents API applies them."""

@@ -1,6 +1,6 @@
 """Documents in the admin, in Chromium: the upload form with two real files, the list until
 they are ready, a document's chunks, and the "Try retrieval" page. What each page does over
-HTTP is in test_admin_documents.py."""
+HTTP is in test_documents.py."""
 
 # ruff: noqa: F811 (pytest fixtures imported from tests/browser.py, named again as parameters)
 from __future__ import annotations
