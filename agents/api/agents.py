@@ -7,10 +7,10 @@ from rest_framework.response import Response
 
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import paginate
-from agentbuilder.api.views import ApiRequest, ApiView, render
+from agentbuilder.api.views import ENVIRONMENT, ApiRequest, ApiView, render
 from agents.access.permissions import Action
 from agents.api import schemas as s
-from agents.api.views import AGENT_ID, ENVIRONMENT, AgentScopedView
+from agents.api.views import AGENT_ID, AgentScopedView
 from agents.selectors.agents import agent_get_by_name, agent_list
 from agents.selectors.versions import version_get_by_label
 from agents.services.agents import agent_create, agent_delete, agent_update

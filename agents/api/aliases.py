@@ -14,10 +14,10 @@ from rest_framework.response import Response
 
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import paginate
-from agentbuilder.api.views import render
+from agentbuilder.api.views import ENVIRONMENT, render
 from agents.access.permissions import Action
 from agents.api import schemas as s
-from agents.api.views import AGENT_ID, ENVIRONMENT, AgentScopedView
+from agents.api.views import AGENT_ID, AgentScopedView
 from agents.models import ALIAS_PATTERN
 from agents.selectors.aliases import alias_history, alias_list
 from agents.services.aliases import alias_delete, alias_set

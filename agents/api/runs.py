@@ -9,9 +9,8 @@ from rest_framework.response import Response
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import paginate
 from agentbuilder.api.paths import path_uuid
-from agentbuilder.api.views import ApiRequest, ApiView, render
+from agentbuilder.api.views import ENVIRONMENT, ApiRequest, ApiView, render
 from agents.api import schemas as s
-from agents.api.views import ENVIRONMENT
 from agents.selectors.runs import run_get, run_list, thread_runs
 
 

@@ -8,10 +8,10 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from agentbuilder.api.pagination import PageQuery, paginate
-from agentbuilder.api.views import ApiRequest, ApiView, render
+from agentbuilder.api.views import ENVIRONMENT, ApiRequest, ApiView, render
 from agents.access.permissions import Action
 from agents.api import schemas as s
-from agents.api.views import AGENT_ID, ENVIRONMENT, PAGE, VERSION_ID, AgentScopedView
+from agents.api.views import AGENT_ID, PAGE, VERSION_ID, AgentScopedView
 from agents.selectors.agents import agents_by_ids
 from agents.selectors.versions import latest_versions, version_get, version_list
 from agents.services.versions import version_add

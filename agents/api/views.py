@@ -15,7 +15,6 @@ from drf_spectacular.utils import OpenApiParameter
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import PageQuery
 from agentbuilder.api.paths import path_uuid
-from agentbuilder.api.views import ENVIRONMENT as ENVIRONMENT  # the project's: ApiView reads it
 from agentbuilder.api.views import ApiView
 from agents.access.permissions import Action
 from agents.models import Agent

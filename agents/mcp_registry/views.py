@@ -20,11 +20,11 @@ from rest_framework.response import Response
 from agentbuilder.api.errors import ErrorBody
 from agentbuilder.api.pagination import PageQuery, Pagination, paginate
 from agentbuilder.api.paths import path_uuid
-from agentbuilder.api.views import ApiRequest, ApiView, AsyncApiView, render
+from agentbuilder.api.views import ENVIRONMENT, ApiRequest, ApiView, AsyncApiView, render
 from agentbuilder.db import in_db
 from agentbuilder.wire import CamelModel, OutputModel
 from agents.access.permissions import Action
-from agents.api.views import ENVIRONMENT, PAGE
+from agents.api.views import PAGE
 from agents.mcp_client.types import McpEndpoint
 from agents.mcp_registry import endpoints, selectors, services
 from agents.models import NAME_PATTERN, McpServer

@@ -68,12 +68,11 @@ from rest_framework.request import Request
 from agentbuilder.api.middleware import max_body_bytes
 from agentbuilder.api.negotiation import JsonAnswers
 from agentbuilder.api.parsers import RequestTooLarge, check_text
-from agentbuilder.api.views import AsyncApiView
+from agentbuilder.api.views import ENVIRONMENT, AsyncApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
 from agents.access.environments import environment_public
 from agents.access.permissions import Action
-from agents.api.views import ENVIRONMENT
 from agents.configs import config_parse
 from agents.models import Agent, AgentVersion, Run, RunStatus
 from agents.protocols.a2a.card import agent_card, card_json, extended_card

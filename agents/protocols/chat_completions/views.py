@@ -28,10 +28,11 @@ from rest_framework.response import Response
 
 from agentbuilder.api.errors import exception_handler
 from agentbuilder.api.negotiation import JsonAnswers
+from agentbuilder.api.views import ENVIRONMENT
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid
 from agents.access.permissions import Action
-from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID, agent_uuid
+from agents.api.views import AGENT_ID, CALL_DEPTH, VERSION_ID, agent_uuid
 from agents.configs import StructuredOutputTool, ToolAgentConfig
 from agents.protocols.chat_completions.encoder import (
     KEEPALIVE,

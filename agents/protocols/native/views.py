@@ -14,7 +14,8 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID
+from agentbuilder.api.views import ENVIRONMENT
+from agents.api.views import AGENT_ID, CALL_DEPTH, VERSION_ID
 from agents.protocols.native.encoder import (
     InvokeAnswer,
     InvokeResponse,

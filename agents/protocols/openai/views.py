@@ -19,10 +19,10 @@ from pydantic import BaseModel
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentbuilder.api.views import AsyncApiView, render
+from agentbuilder.api.views import ENVIRONMENT, AsyncApiView, render
 from agentbuilder.db import in_db
 from agentbuilder.errors import NotFound
-from agents.api.views import CALL_DEPTH, ENVIRONMENT
+from agents.api.views import CALL_DEPTH
 from agents.models import Agent
 from agents.protocols.chat_completions.request import ChatCompletionRequest
 from agents.protocols.chat_completions.views import (

@@ -15,8 +15,9 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agentbuilder.api.views import ENVIRONMENT
 from agentbuilder.db import in_db
-from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID
+from agents.api.views import AGENT_ID, CALL_DEPTH, VERSION_ID
 from agents.protocols.process.encoder import ProcessEncoder, whole_answer
 from agents.protocols.process.errors import (
     ERROR_CODES,

@@ -13,8 +13,9 @@ from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agentbuilder.api.views import ENVIRONMENT
 from agentbuilder.db import in_db
-from agents.api.views import AGENT_ID, CALL_DEPTH, ENVIRONMENT, VERSION_ID
+from agents.api.views import AGENT_ID, CALL_DEPTH, VERSION_ID
 
 # A run that failed in transport answers the native routes' body (the contract's "hard
 # transport failures"), under the shared failure status.
