@@ -224,7 +224,7 @@ def not_sweeping_here(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(name="model")
 def fake_model(openai_server: FakeOpenAI) -> Iterator[FakeOpenAI]:
-    """The fake OpenAI server of tests/agents/api/conftest.py (`openai_server`, which the
+    """The fake OpenAI server of tests/support/backends.py (`openai_server`, which the
     module must reach), reset before and after the test."""
     openai_server.reset()
     yield openai_server

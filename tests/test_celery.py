@@ -14,7 +14,7 @@ import pytest
 from django.utils import timezone
 
 from agents.models import Agent, Run
-from tests.retrieval.test_celery_worker import free_port, start_redis, start_worker, stop
+from tests.support.processes import free_port, start_redis, start_worker, stop
 
 # A worker process on a busy 2-core machine imports Django and forks its pool slowly: the
 # wait ends as soon as the runs are closed, this is only how long a machine may take.

@@ -16,13 +16,14 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from agents.models import Agent, Run
 from retrieval.models import Document
 from tests.conftest import client_for
+from tests.support.hostile import ANY_TEXT, JSON_VALUES, PROPERTY
 
 JSON = "application/json"
 QUESTION = {"role": "user", "content": "What is 3 times 5?"}
@@ -181,24 +182,6 @@ def test_hxql_number_past_a_doubles_range_is_400(world: World, number: str) -> N
 
 
 # ---------------------------------------------------------------- properties
-
-# Any JSON text, what a client can put in a body: surrogates and NUL are rare among all code
-# points, so they are drawn often on purpose.
-HOSTILE = st.sampled_from(["", "\x00", "\ud800", "\udfff", "\ud83d", "\u2028", "\x7f"])
-PLAIN = st.text(st.characters(exclude_categories=[]), max_size=6)
-ANY_TEXT = st.builds(lambda a, b, c: a + b + c, PLAIN, HOSTILE, PLAIN)
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | ANY_TEXT,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4),
-    max_leaves=12,
-)
-PROPERTY = settings(
-    max_examples=40,
-    derandomize=True,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
 
 
 def _raw(body: Any) -> str:

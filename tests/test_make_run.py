@@ -36,7 +36,8 @@ from tests.factories import CALCULATOR_CONFIG
 from tests.fakes.bedrock import FakeBedrock
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Turn
-from tests.retrieval.test_celery_worker import database_url, free_port
+from tests.live import database_url
+from tests.support.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTUP_SECONDS = 180  # migrate, devsetup and collectstatic first, on a busy 2-core machine

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from django.contrib.admin.utils import quote
 from django.contrib.auth.hashers import check_password
-from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 from guardian.shortcuts import get_perms
@@ -21,6 +20,7 @@ from agents.services.agents import agent_delete
 from agents.services.versions import version_add
 from guardrails.models import Guardrail
 from tests.factories import CALCULATOR_CONFIG, UserFactory
+from tests.support.admin import browser_post_data, staff_with
 
 
 @pytest.fixture
@@ -61,20 +61,6 @@ def page(client: Client, name: str, *args: Any) -> str:
     return html.unescape(response.content.decode())
 
 
-def browser_post_data(response: Any, **changes: Any) -> dict[str, Any]:
-    """What a browser posts back from an admin change page, with `changes` applied."""
-    data: dict[str, Any] = {}
-    forms = [response.context["adminform"].form]
-    for inline in response.context["inline_admin_formsets"]:
-        forms += [inline.formset.management_form, *inline.formset.forms]
-    for form in forms:
-        for name in form.fields:
-            value = form[name].value()
-            if value is not None:
-                data[form.add_prefix(name)] = value
-    return {**data, **changes}
-
-
 def change_agent(client: Client, agent: Agent, **changes: Any) -> Any:
     url = reverse("admin:agents_agent_change", args=[agent.pk])
     return client.post(url, browser_post_data(client.get(url), **changes))
@@ -96,15 +82,6 @@ def add_agent(client: Client, env: Environment, config: Any, **fields: Any) -> A
 def errors_of(response: Any) -> dict[str, list[str]]:
     assert response.status_code == 200, "the form should have been re-rendered"
     return response.context["adminform"].form.errors
-
-
-def staff_with(*codenames: str) -> Any:
-    staff = UserFactory(username="staff", is_staff=True)
-    for codename in codenames:
-        app_model = codename.split("_", 1)[1]
-        perm = Permission.objects.get(codename=codename, content_type__model=app_model)
-        staff.user_permissions.add(perm)
-    return staff
 
 
 OBJECTS = {

@@ -8,11 +8,8 @@ flush the database under the tests scheduled after it."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,20 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
-from django.db import connection
 from kombu import pools
 
 from agentbuilder.celery import app
 from retrieval.models import Chunk, Document, DocumentStatus
 from retrieval.services import document_create, document_reingest
 from tests.conftest import client_for
-from tests.live import database_url
+from tests.support.processes import free_port, start_redis, start_worker, stop
 
-ROOT = Path(__file__).resolve().parents[2]
-# Waits for a condition, over as soon as it holds: generous, for a busy 2-core machine
-# (a worker process imports Django before its first task).
-STARTUP_SECONDS = 60
 TASK_SECONDS = 120
 
 # serialized_rollback restores the rows migrations create (the default environment).
@@ -71,22 +62,6 @@ def test_an_unexpected_ingestion_error_is_no_500_and_fails_the_document(owner, s
 # --- a real broker and worker --------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
-
-
 @dataclass
 class Broker:
     url: str
@@ -95,63 +70,6 @@ class Broker:
 
     def log(self) -> str:
         return self.worker_log.read_text(errors="replace")[-4000:]
-
-
-def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
-    redis = subprocess.Popen(  # noqa: S603 - a fixed argument list, no shell
-        [
-            str(shutil.which("redis-server")),
-            *("--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"),
-            *("--dir", str(workdir)),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while time.monotonic() < deadline:
-        if redis.poll() is not None:
-            raise RuntimeError(f"redis-server exited with {redis.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-                sock.sendall(b"PING\r\n")
-                if sock.recv(16).startswith(b"+PONG"):
-                    return redis
-        except OSError:
-            time.sleep(0.05)
-    stop(redis)
-    raise RuntimeError(f"redis-server did not answer on port {port}")
-
-
-def start_worker(
-    broker_url: str, log: Path, pool: str = "solo", **env: str
-) -> subprocess.Popen[bytes]:
-    """A `celery worker` on this test's database; `env` adds to its environment."""
-    environment = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "CELERY_BROKER_URL": broker_url,
-        "DATABASE_URL": database_url(connection.settings_dict),
-        "DB_POOL_MAX_SIZE": "2",
-        "EMBEDDING_PROVIDER": settings.EMBEDDING_PROVIDER,
-        "EMBEDDING_DIM": str(settings.EMBEDDING_DIM),
-        "CHUNK_TOKENS": str(settings.CHUNK_TOKENS),
-        "CHUNK_OVERLAP": str(settings.CHUNK_OVERLAP),
-        **env,
-    }
-    with log.open("wb") as out:
-        return subprocess.Popen(  # noqa: S603 - a fixed argument list, no shell
-            [
-                sys.executable,
-                *("-m", "celery", "-A", "agentbuilder", "worker"),
-                *("--pool", pool, "--concurrency", "1", "-Q", "celery"),
-                *("--hostname", f"ingest-test-{os.getpid()}@%h", "--loglevel", "INFO"),
-                *("--without-gossip", "--without-mingle", "--without-heartbeat"),
-            ],
-            cwd=ROOT,
-            env=environment,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
 
 
 def reset_producers() -> None:

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from agents.models import AliasChange, VersionAlias
-from tests.agents.admin.test_aliases import calc, post  # noqa: F401
+from tests.support.admin import post
 
 # Committed, as on a real server; serialized rollback (and the module's reseed) keeps the
 # flush after it from recreating content types that the next serialized test restores:
@@ -23,7 +23,7 @@ pytestmark = [
 def test_delete_outside_a_test_transaction_removes_it_and_keeps_it_in_the_history(
     client: Client,
     admin_user: Any,
-    calc: Any,  # noqa: F811
+    calc: Any,
 ) -> None:
     """The admin's request is not wrapped in the test's transaction here, as on a real
     server (the delete answered 500 when the service took its lock outside one)."""

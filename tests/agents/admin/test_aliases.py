@@ -5,33 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from django.test import Client
 from django.urls import reverse
 
 from agents.access.permissions import Action, grant
 from agents.models import AliasChange, Run, VersionAlias
 from agents.services.aliases import alias_set
-from agents.services.versions import version_add
-from tests.factories import CALCULATOR_CONFIG, UserFactory
-
-
-@pytest.fixture
-def calc(make_agent: Any, admin_user: Any) -> Any:
-    agent = make_agent("calc")
-    for prompt in ("Be terse.", "Be kind."):
-        version_add(
-            user=admin_user, agent=agent, config={**CALCULATOR_CONFIG, "systemPrompt": prompt}
-        )
-    return agent
-
-
-def url(agent: Any) -> str:
-    return reverse("admin:agents_agent_aliases", args=[agent.pk])
-
-
-def post(client: Client, agent: Any, **data: Any) -> Any:
-    return client.post(url(agent), data, follow=True)
+from tests.factories import UserFactory
+from tests.support.admin import post, url
 
 
 def pointed(agent: Any, name: str) -> int:

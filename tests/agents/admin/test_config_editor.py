@@ -18,8 +18,8 @@ from agents.examples import TEMPLATES
 from agents.models import Agent, AgentVersion
 from agents.runtime.tools.functions import REGISTRY
 from agents.services.config_check import config_validate
-from tests.agents.test_admin import browser_post_data
 from tests.factories import CALCULATOR_CONFIG, CONFIGS, UserFactory
+from tests.support.admin import browser_post_data
 
 
 @pytest.fixture

@@ -22,9 +22,9 @@ from agents.examples import CALCULATOR, SUMMARIZER
 from agents.models import Agent, AgentVersion
 from agents.services.config_check import config_validate
 from agents.services.versions import version_add
-from tests.agents.test_admin import staff_with
 from tests.browser import BROWSER, Page, browser_server, chrome, page  # noqa: F401 (fixtures)
 from tests.factories import CALCULATOR_CONFIG
+from tests.support.admin import staff_with
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from agents.models import Agent, VersionAlias
-from tests.agents.api.test_aliases import calc, history, put, url  # noqa: F401
+from tests.support.aliases import history, put, url
 
 # Committed, as on a real server; serialized rollback (and the module's reseed) keeps the
 # flush after it from recreating content types that the next serialized test restores:
@@ -20,7 +20,7 @@ pytestmark = [
 
 def test_delete_outside_a_test_transaction_answers_204_and_the_history_keeps_it(
     owner_client: APIClient,
-    calc: Agent,  # noqa: F811
+    calc: Agent,
 ) -> None:
     """A request is not wrapped in the test's transaction here, as on a real server: the
     service holds the agent's row in a transaction of its own (it answered 500 without)."""

@@ -7,15 +7,9 @@ from typing import Any
 
 from agents.models import Agent
 from agents.protocols.native.encoder import InvokeResponse
-from tests.agents.api.conftest import (
-    RESPONSE_OBJECT,
-    Backend,
-    check,
-    completed_run,
-    invoke,
-    usage_sum,
-)
 from tests.fakes.server import Call, Turn
+from tests.support.backends import Backend
+from tests.support.native import RESPONSE_OBJECT, check, completed_run, invoke, usage_sum
 
 ASK = {"messages": [{"role": "user", "content": "What is 3x5 and 2x4?"}]}
 

@@ -12,7 +12,7 @@ from django.test import override_settings
 
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
-from tests.agents.api.conftest import invoke
+from tests.support.native import invoke
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(60))
 PDF = b"%PDF-1.4\n%%EOF\n"

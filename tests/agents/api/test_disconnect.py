@@ -16,9 +16,10 @@ from django.core.asgi import get_asgi_application
 from agents.access.tokens import token_encode
 from agents.examples import CALCULATOR
 from agents.models import Run
-from tests.agents.api.conftest import CREATED, DELTA, Backend
 from tests.fakes.server import Turn
 from tests.live import live_app
+from tests.support.backends import Backend
+from tests.support.native import CREATED, DELTA
 
 # Transactional: the server's threads only see committed rows. serialized_rollback restores
 # the catalogs and the `default` environment that the flush would erase.

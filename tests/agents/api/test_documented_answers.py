@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from agents.examples import CALCULATOR, PERSON_EXTRACTOR
 from agents.models import Agent
-from tests.agents.api.conftest import _drain
+from tests.support.native import _drain
 
 VERSION = "/v1/agents/{agentId}/versions/{versionId}"
 ASK = {"messages": [{"role": "user", "content": "John Doe is a 35-year-old software engineer"}]}

@@ -10,18 +10,18 @@ import pytest
 
 from agents.examples import CALCULATOR
 from agents.models import Agent
-from tests.agents.api.conftest import (
+from tests.fakes.server import Call, Turn
+from tests.support.backends import Backend
+from tests.support.native import (
     CALL,
     COMPLETED,
     CREATED,
     DELTA,
     REVIEW_TASK,
-    Backend,
     completed_run,
     invoke,
     usage_sum,
 )
-from tests.fakes.server import Call, Turn
 
 STREAMED = pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
 ASK_3X5 = {"messages": [{"role": "user", "content": "What is 3x5?"}]}

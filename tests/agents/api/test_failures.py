@@ -9,8 +9,9 @@ import pytest
 
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
-from tests.agents.api.conftest import FAILED, Backend, fetch_run, invoke, no_run_in_progress
 from tests.fakes.server import Call, Fail, Turn
+from tests.support.backends import Backend
+from tests.support.native import FAILED, fetch_run, invoke, no_run_in_progress
 
 ASK = {"messages": [{"role": "user", "content": "What is 3x5?"}]}
 # No retries: a refused call fails at once; a short timeout: a slow one fails fast.

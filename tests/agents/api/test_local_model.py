@@ -12,7 +12,7 @@ import pytest
 from agents.examples import CALCULATOR, DOCUMENT_HELPER
 from agents.models import Agent, Environment
 from retrieval.services import document_create
-from tests.agents.api.conftest import Answer, completed_run, invoke
+from tests.support.native import Answer, completed_run, invoke
 
 STREAMED = pytest.mark.parametrize("route", ["invoke", "invoke-stream"])
 

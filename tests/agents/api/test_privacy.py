@@ -10,10 +10,11 @@ import pytest
 from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
-from tests.agents.api.conftest import Backend, invoke
 from tests.conftest import client_for
 from tests.factories import UserFactory
 from tests.fakes.server import Turn
+from tests.support.backends import Backend
+from tests.support.native import invoke
 
 ASK = {"messages": [{"role": "user", "content": "What is 3x5?"}]}
 

@@ -10,9 +10,9 @@ import pytest
 
 from agents.access.permissions import Action, grant
 from agents.models import Agent, Run
-from tests.agents.api.conftest import REVIEW_TASK, Answer, invoke, no_run_in_progress
 from tests.conftest import client_for
 from tests.factories import TASK_CONFIG, UserFactory
+from tests.support.native import REVIEW_TASK, Answer, invoke, no_run_in_progress
 
 CHAT_ROUTES = pytest.mark.parametrize("route", ["invoke", "invoke-stream"])
 TASK_ROUTES = pytest.mark.parametrize("route", ["invoke-task", "invoke-task-stream"])

@@ -19,10 +19,11 @@ from agentbuilder.asgi import application
 from agents.access.tokens import token_encode
 from agents.examples import CALCULATOR
 from agents.models import Run
-from tests.agents.api.conftest import COMPLETED, DELTA, Backend
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Turn
 from tests.live import live_app
+from tests.support.backends import Backend
+from tests.support.native import COMPLETED, DELTA
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),

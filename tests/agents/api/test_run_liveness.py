@@ -37,7 +37,6 @@ from agents.runs.leases import LEASES, runs_interrupt_expired
 from agents.runs.spec import agent_spec
 from agents.runtime.events import TextDelta
 from agents.runtime.tools.functions import REGISTRY, FunctionSpec
-from tests.agents.api.conftest import CREATED, FAILED
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Call, Turn
 from tests.live import (  # noqa: F401 (the fixtures counter, model, not_sweeping_here, token)
@@ -49,6 +48,7 @@ from tests.live import (  # noqa: F401 (the fixtures counter, model, not_sweepin
     owner_token,
     server_on,
 )
+from tests.support.native import CREATED, FAILED
 
 # Seconds: leases of 20 s, renewed and swept every 5 s (the product's are 40 s and 10 s).
 # A lease must outlast the longest time a loaded machine keeps a server's liveness thread

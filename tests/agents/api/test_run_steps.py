@@ -11,17 +11,11 @@ import pytest
 
 from agents.examples import CALCULATOR
 from agents.runtime.trace import MAX_BYTES
-from tests.agents.api.conftest import Backend, fetch_run, invoke
-from tests.agents.api.test_guardrails import ATTACK, PROFANE_SPLIT, agent_with, ask
-from tests.agents.api.test_rag import (  # noqa: F401 (corpus: a fixture)
-    RAG_TOOL,
-    VACATION,
-    VACATION_QUESTION,
-    corpus,
-    outputs,
-    rag_agent,
-)
 from tests.fakes.server import Call, Fail, Turn
+from tests.support.backends import Backend
+from tests.support.guardrails import ATTACK, PROFANE_SPLIT, agent_with, ask
+from tests.support.native import fetch_run, invoke
+from tests.support.rag import RAG_TOOL, VACATION, VACATION_QUESTION, outputs, rag_agent
 
 STEP_KEYS = {"type", "startedAt", "latencyMs", "status"}
 MODEL_CALL_KEYS = STEP_KEYS | {"model", "tokensUsage", "timeToFirstTokenMs", "stopReason"}

@@ -6,9 +6,9 @@ from typing import Any
 
 from agents.access.permissions import Action, grant
 from agents.models import Run
-from tests.agents.api.conftest import REVIEW_TASK, invoke
 from tests.conftest import client_for
 from tests.factories import UserFactory
+from tests.support.native import REVIEW_TASK, invoke
 
 ASK = {"messages": [{"role": "user", "content": "What is 3x5?"}]}
 INPUTS = {"product": "Acme kettle", "review": "Boils in 2 minutes, very positive."}

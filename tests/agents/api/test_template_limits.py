@@ -9,7 +9,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from agents.models import Agent, Run
-from tests.agents.api.conftest import invoke, no_run_in_progress
+from tests.support.native import invoke, no_run_in_progress
 
 pytestmark = pytest.mark.django_db
 TASK_ROUTES = pytest.mark.parametrize("route", ["invoke-task", "invoke-task-stream"])

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from agents.access.permissions import Action, grant
-from tests.agents.api.conftest import Backend, invoke
 from tests.conftest import client_for
 from tests.factories import UserFactory
 from tests.fakes.server import Turn
+from tests.support.backends import Backend
+from tests.support.native import invoke
 
 pytestmark = pytest.mark.usefixtures("db")
 

@@ -11,8 +11,8 @@ import pytest
 
 from agents.models import Agent, Environment
 from agents.services.versions import version_add
-from tests.agents.config_files.conftest import agents, latest, read
 from tests.factories import CALCULATOR_CONFIG
+from tests.support.config_files import agents, latest, read
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from django.core.management.base import CommandError
 from agents.config_files.documents import MAX_FILE_BYTES, FileRefused, yaml_load
 from agents.models import Agent, Environment
 from tests.agents.config_files.bombs import alias_bomb
-from tests.agents.config_files.conftest import agents, read, write
+from tests.support.config_files import agents, read, write
 
 pytestmark = pytest.mark.django_db
 

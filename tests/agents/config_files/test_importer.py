@@ -12,8 +12,8 @@ from django.core.management.base import CommandError
 
 from agents.models import Agent, AgentVersion, Environment, McpServer
 from agents.services.versions import version_add
-from tests.agents.config_files.conftest import PROMPT, agents, latest, read, version_count, write
 from tests.factories import CALCULATOR_CONFIG, UserFactory
+from tests.support.config_files import PROMPT, agents, latest, read, version_count, write
 
 pytestmark = pytest.mark.django_db
 

@@ -30,15 +30,10 @@ from agents.runtime.events import (
     ToolCall,
     ToolResult,
 )
-from tests.agents.api.conftest import (  # noqa: F401 (fixtures)
-    Backend,
-    bedrock_server,
-    fake_backend,
-    openai_server,
-)
-from tests.agents.protocols.test_chat_completions import finished_run, get_messages
 from tests.fakes.server import Call, Turn
 from tests.live import django_port, owner_token  # noqa: F401 (the fixtures port, token)
+from tests.support.backends import Backend, bedrock_server, fake_backend, openai_server  # noqa: F401
+from tests.support.chat import finished_run, get_messages
 
 LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 CREATED = ResponseCreated("resp_0123abcd", "some-model", 1760632921)

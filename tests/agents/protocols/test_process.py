@@ -8,7 +8,7 @@ lifecycle: sequence numbers 0, 1, 2, â€¦ without gaps; the response `created` â–
 `completed` or `failed`; deltas that add up to the completed content.
 """
 
-# ruff: noqa: F811 (pytest fixtures imported from tests/agents/api, named again as parameters)
+# ruff: noqa: F811 (pytest fixtures imported from tests/support, named again as parameters)
 from __future__ import annotations
 
 import json
@@ -25,20 +25,17 @@ from rest_framework.test import APIClient
 from agents.examples import CALCULATOR, PERSON_EXTRACTOR
 from agents.models import Agent, Run
 from guardrails.models import DEFAULT_BLOCKED_INPUT, DEFAULT_BLOCKED_OUTPUT
-from tests.agents.api.conftest import (  # noqa: F401 (fixtures)
-    REVIEW_TASK,
+from tests.conftest import client_for
+from tests.fakes.server import Call, Fail, Turn
+from tests.support.backends import (  # noqa: F401
     Backend,
     backend,
     bedrock_server,
-    calculator,
     fake_backend,
     model_usages,
-    no_run_in_progress,
     openai_server,
-    usage_sum,
 )
-from tests.conftest import client_for
-from tests.fakes.server import Call, Fail, Turn
+from tests.support.native import REVIEW_TASK, calculator, no_run_in_progress, usage_sum  # noqa: F401
 
 # ---------------------------------------------------------------- the document's tables
 

@@ -6,7 +6,7 @@ against the turn's shape: assistant calls, one tool message per call in call ord
 assistant reply without pending calls.
 """
 
-# The fixtures imported from tests/agents/api/conftest.py are test parameters by the same name.
+# The fixtures imported from tests/support are test parameters by the same name.
 # ruff: noqa: F811
 
 from __future__ import annotations
@@ -23,18 +23,17 @@ from rest_framework.test import APIClient
 from agents.examples import CALCULATOR, PERSON_EXTRACTOR
 from agents.models import Agent, Run
 from guardrails.models import DEFAULT_BLOCKED_INPUT, DEFAULT_BLOCKED_OUTPUT
-from tests.agents.api.conftest import (  # noqa: F401 (fixtures)
+from tests.factories import RAG_CONFIG
+from tests.fakes.server import Call, Fail, Turn
+from tests.support.backends import (  # noqa: F401
     Backend,
     backend,
     bedrock_server,
-    calculator,
     fake_backend,
     model_usages,
     openai_server,
-    usage_sum,
 )
-from tests.factories import RAG_CONFIG
-from tests.fakes.server import Call, Fail, Turn
+from tests.support.native import calculator, usage_sum  # noqa: F401
 
 # ---------------------------------------------------------------- the contract's tables
 

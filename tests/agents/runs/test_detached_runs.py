@@ -36,7 +36,6 @@ from agents.models import Agent, Run, RunEvent
 from agents.runs.event_codec import event_from_json
 from agents.runs.event_log import run_events_follow
 from agents.runtime.events import ResponseCompleted, ResponseCreated
-from tests.agents.api.conftest import openai_server  # noqa: F401
 from tests.agents.runs.stall.apps import LOSE, STALL
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Turn
@@ -47,6 +46,7 @@ from tests.live import (  # noqa: F401 (the fixtures counter, model, not_sweepin
     owner_token,
     server_on,
 )
+from tests.support.backends import openai_server  # noqa: F401
 
 # Seconds: leases of 10 s, renewed every 2.5 s. Leases of 4 s ran out under live runs when
 # the machine was loaded (three suites side by side, load 14): a server's liveness thread

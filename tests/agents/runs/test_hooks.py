@@ -25,9 +25,9 @@ from agents.runs.hooks import StopRun
 from agents.runs.start import Invocation
 from agents.runtime.events import Event, ToolCall
 from agents.runtime.failures import FailureCode
-from tests.agents.api.conftest import read_stream
-from tests.agents.protocols.mcp_server.test_mcp_server import bearer, connect
 from tests.live import platform_port  # noqa: F401 (the fixture `port`)
+from tests.support.mcp_server import bearer, connect
+from tests.support.native import read_stream
 
 QUESTION = "What is 3 times 5?"
 HERE = "tests.agents.runs.test_hooks"

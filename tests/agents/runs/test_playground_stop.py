@@ -18,11 +18,11 @@ from django.urls import reverse
 
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run, RunEvent
-from tests.agents.api.conftest import openai_server  # noqa: F401
 from tests.factories import UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Turn
 from tests.live import fake_model, live_app  # noqa: F401 (the fixture `model`)
+from tests.support.backends import openai_server  # noqa: F401
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),

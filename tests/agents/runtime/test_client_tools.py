@@ -10,14 +10,7 @@ from agents.llm.base import Message, ToolSpec
 from agents.runtime.engine import run
 from agents.runtime.events import Event, ResponseCompleted, ResponseFailed, ToolCall, ToolResult
 from agents.runtime.spec import AgentSpec, RunInput, ToolChoice
-from tests.agents.runtime.test_tool_loop import (
-    ScriptedProvider,
-    answer,
-    call,
-    done,
-    function,
-    tool_agent,
-)
+from tests.support.scripted import ScriptedProvider, answer, call, done, function, tool_agent
 
 WEATHER = ToolSpec(
     "get_weather",

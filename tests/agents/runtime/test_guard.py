@@ -11,25 +11,9 @@ from agents.llm.base import Usage
 from agents.runtime.events import Event, ResponseCompleted, TextDelta, ToolCall
 from agents.runtime.guard import Guard, guard_output, release_point
 from agents.runtime.spec import Meter
-from guardrails.engines.base import PASS, Stage, Verdict
 from guardrails.engines.local import LocalEngine
 from guardrails.engines.rules import Rule
-
-
-class WordDetector:
-    """Blocks any text containing `word`; records every text it was shown."""
-
-    def __init__(self, word: str) -> None:
-        self.word = word
-        self.seen: list[str] = []
-
-    def check(self, text: str, stage: Stage) -> Verdict:
-        self.seen.append(text)
-        return Verdict("BLOCKED", 1.0) if self.word in text else PASS
-
-
-def rule(detector: WordDetector, stages: tuple[Stage, ...] = ("input", "output")) -> Rule:
-    return Rule("Words", LocalEngine(detector), frozenset(stages), "no (in)", "no (out)")
+from tests.support.scripted import WordDetector, rule
 
 
 async def source(*events: Event, closed: list[bool] | None = None) -> AsyncIterator[Event]:

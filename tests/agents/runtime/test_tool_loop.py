@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from agents.configs import config_parse
 from agents.llm.base import (
-    Finished,
     Message,
-    ModelRequest,
-    ProviderEvent,
     TextChunk,
-    ToolCallChunk,
-    ToolCallPart,
-    Usage,
 )
 from agents.runtime.engine import run
 from agents.runtime.events import (
@@ -32,54 +25,7 @@ from agents.runtime.events import (
 from agents.runtime.spec import AgentSpec, RunInput
 from agents.runtime.task_agent import TaskInputError, prepare_inputs
 from agents.runtime.tools import functions
-
-Step = list[ProviderEvent]
-
-
-class ScriptedProvider:
-    """Answers each model call with the next scripted step and keeps the requests."""
-
-    def __init__(self, *steps: Step) -> None:
-        self.steps = list(steps)
-        self.requests: list[ModelRequest] = []
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        self.requests.append(request)
-        for event in self.steps.pop(0):
-            yield event
-
-
-def call(name: str, arguments: str, call_id: str = "c1") -> ToolCallChunk:
-    return ToolCallChunk(ToolCallPart(call_id, name, arguments))
-
-
-def done(stop: str = "end_turn", tokens: tuple[int, int] = (10, 2)) -> Finished:
-    return Finished(Usage(*tokens), stop)  # type: ignore[arg-type]
-
-
-def answer(text: str = "Done.") -> Step:
-    return [TextChunk(text), done()]
-
-
-def tool_agent(*tools: dict[str, Any], max_iterations: int = 10, retries: int = 2) -> Any:
-    return config_parse(
-        "tool",
-        {
-            "llmModelId": "local.demo-v1",
-            "tools": list(tools),
-            "maxIterations": max_iterations,
-            "inferenceConfig": {"maxRetries": retries},
-        },
-    )
-
-
-def function(name: str, func_name: str | None = None) -> dict[str, Any]:
-    return {
-        "toolType": "function",
-        "name": name,
-        "description": name,
-        "funcName": func_name or name,
-    }
+from tests.support.scripted import ScriptedProvider, answer, call, done, function, tool_agent
 
 
 def execute(config: Any, provider: ScriptedProvider, text: str = "Go") -> list[Event]:

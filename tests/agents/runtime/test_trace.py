@@ -14,7 +14,7 @@ from agents.runtime.steps import (
     step_json,
 )
 from agents.runtime.trace import MAX_BYTES, Trace, cut
-from tests.agents.runtime.test_guard import WordDetector, rule
+from tests.support.scripted import WordDetector, rule
 
 
 def test_cut_keeps_short_text_and_never_splits_a_character() -> None:

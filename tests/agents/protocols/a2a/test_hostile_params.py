@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from agents.examples import CALCULATOR, SUMMARIZER
 from agents.models import Run
 from tests.conftest import client_for
-from tests.test_hostile_input import ANY_TEXT, JSON_VALUES, PROPERTY
+from tests.support.hostile import ANY_TEXT, JSON_VALUES, PROPERTY
 
 PART = st.one_of(
     st.fixed_dictionaries({"kind": st.just("text"), "text": ANY_TEXT}),

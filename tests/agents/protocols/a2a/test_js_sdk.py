@@ -22,12 +22,12 @@ from agents.examples import CALCULATOR
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Agent, Run
 from agents.protocols.a2a.card import EXTENDED_URI
-from tests.agents.api.conftest import MODELS, openai_server  # noqa: F401
-from tests.agents.protocols.a2a.test_sdk_client import base, tok
 from tests.factories import UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Turn
 from tests.live import ROOT, django_port  # noqa: F401 (the fixture `port`)
+from tests.support.a2a import base, tok
+from tests.support.backends import MODELS, openai_server  # noqa: F401
 
 LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 PACKAGE = ROOT / "tests" / "js" / "a2a"

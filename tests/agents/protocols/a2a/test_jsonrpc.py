@@ -19,6 +19,7 @@ from rest_framework.test import APIClient
 from agents.examples import CALCULATOR, PERSON_EXTRACTOR, SUMMARIZER
 from agents.models import Agent, Run
 from retrieval.services import document_create
+from tests.support.a2a import EMPTY_OUTPUT_TASK
 
 URL = "/v1/a2a/Calculator"
 QUERIES_PER_LIST = 5  # token holder, environment, agent and permission, count, page
@@ -594,19 +595,6 @@ def test_list_tasks_filters_by_status_context_and_status_timestamp(
     assert listed(status="TASK_STATE_INPUT_REQUIRED") == []  # no run is in it
     assert listed(contextId="a") == [failed, old]
     assert listed(contextId="a", status="TASK_STATE_FAILED") == [failed]
-
-
-EMPTY_OUTPUT_TASK = {
-    "llmModelId": "local.demo-v1",
-    "systemPrompt": "Acknowledge: {{ text }}",
-    "inputSchema": {
-        "type": "object",
-        "properties": {"text": {"type": "string"}},
-        "required": ["text"],
-    },
-    # An object with nothing in it: the structured answer is `{}`.
-    "outputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
-}
 
 
 @pytest.mark.django_db

@@ -29,9 +29,9 @@ from agents.models import Agent, Run
 from agents.protocols.a2a.card import EXTENDED_URI
 from agents.services.aliases import alias_set
 from agents.services.versions import version_add
-from tests.agents.protocols.a2a.test_sdk_client import ask, base, session, tok
 from tests.factories import UserFactory
 from tests.live import django_port  # noqa: F401 (the fixture `port`)
+from tests.support.a2a import ask, base, session, tok
 
 LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 

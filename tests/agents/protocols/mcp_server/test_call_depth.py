@@ -22,10 +22,10 @@ from agents.mcp_client import cache
 from agents.mcp_registry.services import mcp_server_create
 from agents.models import Agent, Environment, Run
 from agents.runtime.depth import HEADER
-from tests.agents.protocols.mcp_server.test_mcp_server import LIVE, bearer
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Call, Turn
 from tests.live import platform_port  # noqa: F401 (the fixture `port`)
+from tests.support.mcp_server import LIVE, bearer
 
 # A busy machine's margin for six nested runs, each waiting on the next (no bound asserted).
 SECONDS = 300

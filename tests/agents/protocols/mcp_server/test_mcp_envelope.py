@@ -20,9 +20,9 @@ import pytest
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
 from agents.protocols.mcp_server.envelope import ECHOED_MAX_CHARS
-from tests.agents.protocols.mcp_server.test_mcp_server import LIVE, bearer, url
 from tests.factories import CONFIGS
 from tests.live import platform_port  # noqa: F401 (the fixture `port`)
+from tests.support.mcp_server import LIVE, bearer, url
 
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 BIG = 100_000

@@ -25,8 +25,8 @@ from agentbuilder.asgi import application
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
 from agents.protocols.mcp_server.asgi import RESOURCE_METADATA_PATH
-from tests.agents.protocols.mcp_server.test_mcp_server import LIVE, bearer, url
 from tests.live import live_app
+from tests.support.mcp_server import LIVE, bearer, url
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 ACCEPT = {"Accept": "application/json, text/event-stream"}

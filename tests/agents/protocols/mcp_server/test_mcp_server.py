@@ -11,8 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,11 @@ import httpx2
 import pytest
 from django.core.cache import cache
 from django.test import override_settings
-from mcp import Client, ClientSession
-from mcp.client.streamable_http import streamable_http_client
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from agents.access.permissions import Action, grant
-from agents.access.tokens import token_encode
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
 from guardrails.models import DEFAULT_BLOCKED_INPUT
@@ -36,10 +32,8 @@ from tests.factories import CONFIGS, UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Fail, Turn
 from tests.live import platform_port, server_process  # noqa: F401 (the fixture `port`)
+from tests.support.mcp_server import LIVE, bearer, connect, url
 
-# Live tests are transactional: the server's threads only see committed rows;
-# serialized_rollback restores the catalogs and the `default` environment the flush erases.
-LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 ERAS = pytest.mark.parametrize("era", ["handshake", "per-request"])
 
 SUMMARY_SCHEMA = {
@@ -71,34 +65,6 @@ def openai_fake() -> Iterator[FakeOpenAI]:
         patch.setenv("OPENAI_API_KEY", "sk-test")
         with override_settings(LLM_OFFLINE=False):
             yield fake
-
-
-def url(port: int) -> str:
-    return f"http://127.0.0.1:{port}/v1/mcp"
-
-
-def bearer(user: Any) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token_encode(user_id=user.pk, environment_id=None)[0]}"}
-
-
-@asynccontextmanager
-async def connect(port: int, headers: dict[str, str], era: str) -> AsyncIterator[Any]:
-    """A connected SDK client: a ClientSession after `initialize`, or the default Client."""
-    async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
-        if era == "handshake":
-            async with (
-                streamable_http_client(url(port), http_client=http) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
-                assert session.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
-                yield session
-        else:
-            transport = streamable_http_client(url(port), http_client=http)
-            async with Client(transport, cache=None) as client:
-                # The probe found the 2026 protocol: no fall-back to the handshake.
-                assert client.protocol_version in MODERN_PROTOCOL_VERSIONS
-                yield client
 
 
 def with_client(port: int, user: Any, era: str, work: Callable[[Any], Awaitable[Any]]) -> Any:
