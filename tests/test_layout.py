@@ -159,6 +159,7 @@ BEHAVIOUR_SUITES: dict[str, str] = {
     "retrieval/test_celery_worker.py": "ingestion through a real Celery worker and Redis",
     "retrieval/test_documents_api.py": "the documents API: views, services and ingestion",
     "retrieval/test_ingestion_recovery.py": "ingestion that resumes after a process dies",
+    "retrieval/test_storage.py": "chunks on disk: the chunk model and search's SQL",
     # tests/guardrails
     "guardrails/test_corpora.py": "the shipped guardrail configurations against the corpora",
 }

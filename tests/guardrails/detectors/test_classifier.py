@@ -23,7 +23,7 @@ from guardrails.detectors.prompt_attack import PromptAttackDetector
 from guardrails.detectors.rules import combine
 from guardrails.engines.base import PASS, Span, Verdict
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 # A real-world jailbreak shape the rules do not know: no "ignore your instructions", no DAN.
 ROLE_PLAY = (
