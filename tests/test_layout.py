@@ -102,7 +102,6 @@ BEHAVIOUR_SUITES: dict[str, str] = {
     ),
     "agents/admin/test_studio_browser.py": "the admin's pages in a real browser",
     # tests/agents: whole-app behaviour
-    "agents/test_auth.py": "tokens, authentication and the token route together",
     "agents/test_bad_input.py": "malformed input on every route",
     "agents/test_concurrency.py": "concurrent writes through services and the database",
     "agents/test_config_validation.py": (
