@@ -97,6 +97,7 @@ BEHAVIOUR_SUITES: dict[str, str] = {
     "agents/admin/test_alias_delete_committed.py": (
         "the aliases page's delete in a committed transaction"
     ),
+    "agents/admin/test_playground.py": "the playground page: admin view, its protocol and runs",
     "agents/admin/test_playground_browser.py": (
         "the playground in a real browser: admin page, script and stream"
     ),
@@ -108,9 +109,6 @@ BEHAVIOUR_SUITES: dict[str, str] = {
         "agent configs through the API: pydantic models, JSON Schemas, services"
     ),
     "agents/test_devsetup.py": "`manage.py devsetup` and the examples it creates, invoked",
-    "agents/test_invoke_lookups.py": (
-        "the invoke path's queries: lookup, selectors and the run's start"
-    ),
     "agents/test_list_queries.py": "the query count of every list endpoint",
     "agents/test_schema_refs.py": "JSON Schema references across configs, tools and MCP",
     "agents/test_smoke_api.py": "a first walk through the API",
@@ -139,6 +137,7 @@ BEHAVIOUR_SUITES: dict[str, str] = {
     "agents/protocols/frameworks/test_frameworks.py": (
         "agent frameworks' clients against a live server"
     ),
+    "agents/protocols/mcp_server/test_call_depth.py": "call depth through our MCP server and runs",
     "agents/protocols/mcp_server/test_mcp_hygiene.py": (
         "/v1/mcp's host, origin and OAuth checks on the ASGI mount"
     ),
@@ -149,14 +148,9 @@ BEHAVIOUR_SUITES: dict[str, str] = {
     "agents/protocols/test_openai_semantics.py": (
         "/v1/openai's semantics: encoder, SDK accumulator and routes"
     ),
-    # tests/agents/mcp: the MCP client and registry (their move is another item of issue 26)
-    "agents/mcp/test_call_depth.py": "call depth through MCP: our server, the client and runs",
-    "agents/mcp/test_mcp.py": "MCP servers registered, called and cached, end to end",
     # tests/retrieval
-    "retrieval/test_admin_documents.py": "the documents admin: upload, search and ingestion",
-    "retrieval/test_admin_documents_browser.py": "the documents admin in a real browser",
+    "retrieval/admin/test_documents_browser.py": "the documents admin in a real browser",
     "retrieval/test_celery_worker.py": "ingestion through a real Celery worker and Redis",
-    "retrieval/test_documents_api.py": "the documents API: views, services and ingestion",
     "retrieval/test_ingestion_recovery.py": "ingestion that resumes after a process dies",
     "retrieval/test_storage.py": "chunks on disk: the chunk model and search's SQL",
     # tests/guardrails
