@@ -13,6 +13,7 @@ one query per check and a few hundred microseconds of Python, where guardian's g
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -146,23 +147,27 @@ def grant(holder: User | Group, action: Action, target: Agent | Environment) -> 
 # ---------------------------------------------------------------- the invoke path
 
 
-def agent_with_held(user: User, agent_id: Any) -> Agent | None:
-    """The live agent `agent_id` with `held`, the set of Action codenames `user` holds on
-    it or its environment (directly or through a group), from one statement written once.
+@dataclass(frozen=True)
+class AgentHeld:
+    """A live agent and the Action codenames a caller holds on it (or its environment)."""
+
+    agent: Agent
+    held: frozenset[str]
+
+
+def agent_with_held(user: User, agent_id: Any) -> AgentHeld | None:
+    """The live agent `agent_id` and the Action codenames `user` holds on it or its
+    environment (directly or through a group), from one statement written once.
 
     The invoke path's check. The ORM's form of these eight EXISTS (`may`, `may_flag`)
     costs ~10 ms of Python to build and compile on every call, most of an invocation's
     CPU; this is the same read of the same grant tables, every call, without that."""
     params = {"agent": agent_id, "user": user.pk}
     agent = one_model(Agent, _held_sql(), params)
-    return None if agent is None else held_read(agent, user)
-
-
-def held_read(agent: Agent, user: User) -> Agent:
-    """`agent` with `held` a set: every Action for a superuser, else the codenames a
-    statement with `held_array` read into the column `held`."""
-    agent.held = set(Action) if user.is_superuser else set(agent.held)  # type: ignore[attr-defined]
-    return agent
+    if agent is None:
+        return None
+    codenames = agent.__dict__.pop("held")  # the statement's extra column, not the model's
+    return AgentHeld(agent, frozenset(Action) if user.is_superuser else frozenset(codenames))
 
 
 @functools.cache

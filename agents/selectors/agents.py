@@ -58,10 +58,12 @@ def agent_get_to_invoke(*, user: User, environment: Environment, agent_id: uuid.
     """`agent_get(action=INVOKE)` for the invoke routes, from one precompiled statement:
     NotFound unless the caller may READ or INVOKE the live agent in `environment`,
     PermissionDenied if it may READ it but not INVOKE it (docs/api.md#permissions)."""
-    agent = agent_with_held(user, agent_id)
-    in_environment = agent is not None and agent.environment_id == environment.pk
-    invocable_check(getattr(agent, "held", None), in_environment=in_environment, agent_id=agent_id)
-    assert agent is not None  # invocable_check refused a missing agent
+    found = agent_with_held(user, agent_id)
+    in_environment = found is not None and found.agent.environment_id == environment.pk
+    held = None if found is None else found.held
+    invocable_check(held, in_environment=in_environment, agent_id=agent_id)
+    assert found is not None  # invocable_check refused a missing agent
+    agent = found.agent
     agent.environment = environment  # the caller's, already read: no query for it
     return agent
 
@@ -82,10 +84,10 @@ def invocable_check(
 def agent_get_invocable(*, user: User, agent_id: uuid.UUID) -> Agent:
     """A live agent, in whichever environment, that `user` may INVOKE (the admin's
     playground finds it by id alone). Raises NotFound otherwise."""
-    agent = agent_with_held(user, agent_id)  # the invoke routes' own check
-    if agent is None or Action.INVOKE not in agent.held:  # type: ignore[attr-defined]
+    found = agent_with_held(user, agent_id)  # the invoke routes' own check
+    if found is None or Action.INVOKE not in found.held:
         raise NotFound(f"Agent '{agent_id}' not found.")
-    return agent
+    return found.agent
 
 
 def agent_get_by_name(
