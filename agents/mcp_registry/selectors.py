@@ -8,6 +8,7 @@ superusers change global ones.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 
 from django.db.models import F, Q, QuerySet
 
@@ -41,6 +42,14 @@ def mcp_server_get(
 
 def _visible(environment: Environment) -> QuerySet[McpServer]:
     return McpServer.objects.filter(Q(environment=environment) | Q(environment__isnull=True))
+
+
+def mcp_server_ids_known(environment: Environment, ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
+    """Those of `ids` that name a server of the environment or a global one (no query for
+    none)."""
+    if not ids:
+        return set()
+    return set(_visible(environment).filter(pk__in=ids).values_list("pk", flat=True))
 
 
 def require_write(user: User, environment: Environment | None) -> None:

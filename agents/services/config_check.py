@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Q
-
 from agentbuilder.errors import ErrorItem, Invalid, Loc
 from agentbuilder.users import User
 from agents.access.permissions import Action, agents_with
@@ -22,8 +20,9 @@ from agents.configs import (
     config_dump,
     config_parse,
 )
+from agents.mcp_registry.selectors import mcp_server_ids_known
 from agents.mcp_registry.services import raw_url_problem
-from agents.models import Environment, LLMModel, McpServer
+from agents.models import Environment, LLMModel
 from agents.runtime.tools.functions import function_names
 from guardrails.selectors import unknown_guardrail_names
 from retrieval.hxql import HxqlError, parse_hxql
@@ -117,13 +116,7 @@ def _mcp_errors(environment: Environment, config: ToolAgentConfig) -> Iterable[E
         for position, ref in enumerate(tool.mcp_server_references)
     ]
     ids = [ref.id for _, ref in references if ref.id is not None]
-    known = set(
-        McpServer.objects.filter(
-            Q(environment=environment) | Q(environment__isnull=True), pk__in=ids
-        ).values_list("pk", flat=True)
-        if ids
-        else ()
-    )
+    known = mcp_server_ids_known(environment, ids)
     for loc, ref in references:
         if ref.id is not None and ref.id not in known:
             msg = f"unknown MCP server '{ref.id}' in environment '{environment.name}'"
