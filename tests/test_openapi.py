@@ -348,6 +348,8 @@ CONFLICTS = [
     ("post", "/v1/documents"),
     # A registered server whose address the network policy no longer allows.
     ("get", "/v1/mcp-servers/{serverId}/tools"),
+    # A run that has ended: nothing left to cancel.
+    ("post", "/v1/runs/{runId}/cancel"),
 ]
 
 

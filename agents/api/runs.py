@@ -12,6 +12,9 @@ from agentbuilder.api.paths import path_uuid
 from agentbuilder.api.views import ENVIRONMENT, ApiRequest, ApiView, render
 from agents.api import schemas as s
 from agents.selectors.runs import run_get, run_list, thread_runs
+from agents.services.runs import run_cancel_request
+
+RUN_ID = OpenApiParameter("runId", OpenApiTypes.UUID, OpenApiParameter.PATH)
 
 
 class RunListView(ApiView):
@@ -42,7 +45,7 @@ class RunDetailView(ApiView):
     @extend_schema(
         operation_id="runs_get",
         parameters=[
-            OpenApiParameter("runId", OpenApiTypes.UUID, OpenApiParameter.PATH),
+            RUN_ID,
             ENVIRONMENT,
         ],
         responses={200: s.RunOut},
@@ -52,6 +55,26 @@ class RunDetailView(ApiView):
         run_id = path_uuid(runId, "runId", "a run id")
         run = run_get(user=request.user, environment=self.environment, run_id=run_id)
         return render(s.RunOut.of(run))
+
+
+class RunCancelView(ApiView):
+    conflicts = True  # a run that has ended
+
+    @extend_schema(
+        operation_id="runs_cancel",
+        parameters=[RUN_ID, ENVIRONMENT],
+        request=None,
+        responses={202: s.RunOut},
+        tags=["runs"],
+        summary="Ask a run to end `canceled`, wherever it runs",
+        description="The caller's own run, or any caller's with AUDIT. 202 with the run as it "
+        "stands: it ends `canceled` within 2 s on whichever process runs it. 409 for a run "
+        "that has ended, 404 for one the caller may not see.",
+    )
+    def post(self, request: ApiRequest, runId: str) -> Response:
+        run_id = path_uuid(runId, "runId", "a run id")
+        run = run_cancel_request(user=request.user, environment=self.environment, run_id=run_id)
+        return render(s.RunOut.of(run), status=202)
 
 
 class ThreadDetailView(ApiView):

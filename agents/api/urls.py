@@ -17,6 +17,7 @@ urlpatterns = [
     path("runs", runs.RunListView.as_view(), name="run-list"),
     *mcp_registry.urlpatterns,  # /mcp-servers
     path("runs/<str:runId>", runs.RunDetailView.as_view(), name="run-detail"),
+    path("runs/<str:runId>/cancel", runs.RunCancelView.as_view(), name="run-cancel"),
     path("threads/<str:threadId>", runs.ThreadDetailView.as_view(), name="thread-detail"),
     path("agents/types", catalogs.AgentTypeListView.as_view(), name="agent-types"),
     path("agents/lookup", agents.AgentLookupView.as_view(), name="agent-lookup"),

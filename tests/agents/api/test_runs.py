@@ -93,3 +93,66 @@ def test_run_of_a_streamed_call_records_the_turn(owner_client: Any, make_agent: 
     assert run["messages"][-1]["content"] == answer.text
     assert run["output"] == answer.text
     assert run["threadId"] is None
+
+
+def _in_progress(agent: Any, caller: Any) -> Run:
+    """A run row as a live one stands (no process runs it here: the cancel is only asked)."""
+    return Run.objects.create(
+        agent=agent,
+        version=agent.versions.get(number=1),
+        caller=caller,
+        protocol="native",
+        response_id="response_test",
+        messages=[],
+    )
+
+
+def test_the_caller_or_an_auditor_asks_a_run_in_progress_to_stop(
+    owner: Any, owner_client: Any, make_agent: Any
+) -> None:
+    calc = make_agent("Calculator")
+    run = _in_progress(calc, owner)
+
+    asked = owner_client.post(f"/v1/runs/{run.pk}/cancel")
+
+    assert asked.status_code == 202, asked.json()
+    assert (asked.json()["id"], asked.json()["status"]) == (str(run.pk), "in_progress")
+    run.refresh_from_db()
+    first = run.cancel_requested_at
+    assert first is not None
+    auditor = UserFactory(username="auditor")
+    grant(auditor, Action.AUDIT, calc)
+    assert client_for(auditor).post(f"/v1/runs/{run.pk}/cancel").status_code == 202
+    run.refresh_from_db()
+    assert run.cancel_requested_at == first  # asked once: the first ask's time stands
+    invoker = UserFactory(username="invoker")  # may invoke the agent, but the run is not its
+    grant(invoker, Action.INVOKE, calc)
+    assert client_for(invoker).post(f"/v1/runs/{run.pk}/cancel").status_code == 404
+
+
+def test_a_run_that_has_ended_cannot_be_canceled(owner_client: Any, make_agent: Any) -> None:
+    done = invoke(owner_client, make_agent("Calculator"), "invoke", ASK)
+
+    refused = owner_client.post(f"/v1/runs/{done.run_id}/cancel")
+
+    assert refused.status_code == 409
+    assert refused.json()["detail"] == (
+        f"Run '{done.run_id}' has ended (completed): it cannot be canceled."
+    )
+    run = Run.objects.get(pk=done.run_id)
+    assert (run.status, run.cancel_requested_at) == ("completed", None)
+
+
+def test_cancel_of_a_run_the_caller_may_not_see_is_a_404(
+    owner: Any, owner_client: Any, stranger: Any, make_agent: Any
+) -> None:
+    run = _in_progress(make_agent("Calculator"), owner)
+
+    assert client_for(stranger).post(f"/v1/runs/{run.pk}/cancel").status_code == 404
+    unknown = owner_client.post("/v1/runs/00000000-0000-4000-8000-000000000000/cancel")
+    assert unknown.status_code == 404
+    bad = owner_client.post("/v1/runs/nope/cancel")
+    assert bad.status_code == 400
+    assert [item["loc"] for item in bad.json()["detail"]] == [["path", "runId"]]
+    run.refresh_from_db()
+    assert run.cancel_requested_at is None

@@ -1,0 +1,23 @@
+"""Writes on runs the caller may see: asking one to stop (docs/api.md#runs)."""
+
+from __future__ import annotations
+
+import uuid
+
+from agentbuilder.errors import Conflict
+from agentbuilder.users import User
+from agents.models import Environment, Run, RunStatus
+from agents.runs.live import run_cancel
+from agents.selectors.runs import run_get
+
+
+def run_cancel_request(*, user: User, environment: Environment, run_id: uuid.UUID) -> Run:
+    """Ask a run the caller may see (its own, or any on an agent it AUDITs) to end
+    `canceled`, wherever it runs: it does within 2 s. Raises NotFound for a run it may not
+    see and Conflict for one that has ended. The run as it stands, the cancel asked."""
+    run = run_get(user=user, environment=environment, run_id=run_id)
+    if run.status != RunStatus.IN_PROGRESS or not run_cancel(run_id=run.pk, by=user):
+        run.refresh_from_db(fields=["status"])  # it may have ended since it was read
+        raise Conflict(f"Run '{run.pk}' has ended ({run.status}): it cannot be canceled.")
+    run.refresh_from_db()
+    return run
