@@ -13,6 +13,7 @@ from django.http import StreamingHttpResponse
 
 from agentbuilder.api.views import AsyncApiView
 from agents.api.views import agent_uuid
+from agents.models import Environment
 from agents.runs.request import CHAT_TYPES, RunRequest, call_depth_of
 from agents.runs.start import Invocation
 from agents.runs.stream import Encode, encoded
@@ -34,7 +35,7 @@ class ProtocolView(AsyncApiView):
         version_ref: str,
         *,
         agent_types: tuple[str, ...] = CHAT_TYPES,
-        environment: Any = None,
+        environment: Environment | None = None,
         **fields: Any,
     ) -> RunRequest:
         """The caller's request to run `version_ref` of the agent of `agent_id` (a path

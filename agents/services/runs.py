@@ -16,8 +16,8 @@ def run_cancel_request(*, user: User, environment: Environment, run_id: uuid.UUI
     `canceled`, wherever it runs: it does within 2 s. Raises NotFound for a run it may not
     see and Conflict for one that has ended. The run as it stands, the cancel asked."""
     run = run_get(user=user, environment=environment, run_id=run_id)
-    if run.status != RunStatus.IN_PROGRESS or not run_cancel(run_id=run.pk, by=user):
-        run.refresh_from_db(fields=["status"])  # it may have ended since it was read
-        raise Conflict(f"Run '{run.pk}' has ended ({run.status}): it cannot be canceled.")
-    run.refresh_from_db()
-    return run
+    if run.status == RunStatus.IN_PROGRESS:
+        if run_cancel(run_id=run.pk, by=user):
+            return run
+        run.refresh_from_db(fields=["status"])  # it ended since it was read
+    raise Conflict(f"Run '{run.pk}' has ended ({run.status}): it cannot be canceled.")
