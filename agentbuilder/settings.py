@@ -227,7 +227,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "AgentTypeEnum": ["tool", "rag", "task"],
         "DocumentStatusEnum": ["pending", "ready", "failed"],
-        "RunStatusEnum": ["in_progress", "completed", "failed", "canceled"],
+        "RunStatusEnum": ["queued", "in_progress", "completed", "failed", "canceled"],
     },
 }
 

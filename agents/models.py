@@ -258,10 +258,16 @@ class APIClient(models.Model):
 
 
 class RunStatus(models.TextChoices):
+    # A background run waiting for a worker (agents.runs.background); it holds no process.
+    QUEUED = "queued"
     IN_PROGRESS = "in_progress"
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELED = "canceled"
+
+
+# A run in one of these has ended: its row and events change no more.
+RUN_ENDED = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELED})
 
 
 class Run(models.Model):
@@ -294,6 +300,10 @@ class Run(models.Model):
     # Set by a cancel from any process (agents.runs.live.run_cancel); the process running
     # the run sees it within a poll and ends the run `canceled`.
     cancel_requested_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # A background run: when it was queued (its `started_at` is when a worker took it), and
+    # the request it runs, kept until a worker claims it (agents.runs.background).
+    queued_at = models.DateTimeField(null=True, blank=True, editable=False)
+    request = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-started_at"]

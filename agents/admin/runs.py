@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString
 
 from agentbuilder.users import request_user
 from agents.admin.timeline import timeline
-from agents.models import Run, RunStatus
+from agents.models import RUN_ENDED, Run
 from agents.runs.leases import runs_mark_failed
 from agents.selectors.runs import runs_visible
 
@@ -127,7 +127,7 @@ class RunAdmin(admin.ModelAdmin):
         context = {
             "bars": bars,
             "span_ms": run.latency_ms,
-            "in_progress": run.status == RunStatus.IN_PROGRESS,
+            "in_progress": run.status not in RUN_ENDED,
         }
         return SafeString(render_to_string("admin/agents/run/timeline.html", context))
 

@@ -277,7 +277,7 @@ class AliasHistory(OutputModel):
 
 class RunListQuery(PageQuery):
     agent_id: UUID | None = None
-    status: Literal["in_progress", "completed", "failed", "canceled"] | None = None
+    status: Literal["queued", "in_progress", "completed", "failed", "canceled"] | None = None
     thread_id: str | None = Field(None, max_length=100)
     caller_id: int | None = Field(None, ge=1, description="With AUDIT: one caller's runs.")
 
@@ -300,7 +300,7 @@ class RunOut(OutputModel):
     version_id: UUID
     caller_id: int | None
     protocol: str
-    status: Literal["in_progress", "completed", "failed", "canceled"]
+    status: Literal["queued", "in_progress", "completed", "failed", "canceled"]
     started_at: datetime
     completed_at: datetime | None
     latency_ms: int | None

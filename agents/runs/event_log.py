@@ -21,7 +21,7 @@ from typing import Any
 from django.db import connection
 
 from agentbuilder.db import in_db
-from agents.models import Run, RunEvent, RunStatus
+from agents.models import RUN_ENDED, Run, RunEvent, RunStatus
 from agents.runs.event_codec import event_from_json, event_json
 from agents.runtime.events import Event
 
@@ -134,7 +134,7 @@ class RunFollower:
             self._ready = rows
             if rows:
                 self.next = rows[-1][0] + 1
-            if status != RunStatus.IN_PROGRESS:
+            if status in RUN_ENDED:
                 # Read before its events: a run's end is stored with its last events, so
                 # the events read after an ended status are all of them.
                 self.status, self.error, self._ended = status, error, True

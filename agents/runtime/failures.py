@@ -24,6 +24,7 @@ class FailureCode(StrEnum):
     # How it ended from outside.
     CANCELED = "canceled"  # by its caller, or the client went away
     INTERRUPTED = "interrupted"  # the process running it stopped (found by the lease sweep)
+    NOT_STARTED = "not_started"  # a background run no worker took within RUN_QUEUE_TIMEOUT
     INTERNAL_ERROR = "internal_error"  # a bug: logged with its traceback
 
     @classmethod

@@ -45,6 +45,7 @@ from agents.runtime.failures import FailureCode
 
 ARTIFACT_ID = "answer"
 STATES = {
+    RunStatus.QUEUED: pb.TASK_STATE_SUBMITTED,
     RunStatus.IN_PROGRESS: pb.TASK_STATE_WORKING,
     RunStatus.COMPLETED: pb.TASK_STATE_COMPLETED,
     RunStatus.FAILED: pb.TASK_STATE_FAILED,
