@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
+from agentbuilder.api.negotiation import JsonAnswers
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import paginate
 from agentbuilder.api.paths import path_uuid
-from agentbuilder.api.views import ENVIRONMENT, ApiRequest, ApiView, render
+from agentbuilder.api.views import ENVIRONMENT, ApiRequest, ApiView, AsyncApiView, render
 from agents.api import schemas as s
-from agents.selectors.runs import run_get, run_list, thread_runs
+from agents.api.run_events import (
+    NDJSON,
+    SSE,
+    EventsStart,
+    Frames,
+    event_frames,
+    events_start,
+    resume_after,
+)
+from agents.selectors.runs import run_check_visible, run_get, run_list, thread_runs
 from agents.services.runs import run_cancel_request
 
 RUN_ID = OpenApiParameter("runId", OpenApiTypes.UUID, OpenApiParameter.PATH)
@@ -75,6 +86,62 @@ class RunCancelView(ApiView):
         run_id = path_uuid(runId, "runId", "a run id")
         run = run_cancel_request(user=request.user, environment=self.environment, run_id=run_id)
         return render(s.RunOut.of(run), status=202)
+
+
+LAST_EVENT_ID = OpenApiParameter(
+    "Last-Event-ID",
+    int,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="SSE: the index of the last event received; the stream resumes after it "
+    "(instead of `after`).",
+)
+EVENT_LINES = (
+    "The lines invoke-stream writes (docs/api.md#invoke-stream), each with its `index`; a "
+    "run that ended without a terminal event ends with a `response.failed` line of its code "
+    "(`canceled`, `interrupted`) and no index."
+)
+
+
+class RunEventsView(AsyncApiView):
+    checks_in_first_hop = True
+    # Its errors are JSON whatever the stream's Accept says.
+    content_negotiation_class = JsonAnswers
+
+    @extend_schema(
+        operation_id="runs_events",
+        parameters=[RUN_ID, *query_parameters(s.RunEventsQuery), LAST_EVENT_ID, ENVIRONMENT],
+        responses={
+            (200, NDJSON): OpenApiResponse(
+                OpenApiTypes.STR, description=f"NDJSON, one event a line. {EVENT_LINES}"
+            ),
+            (200, SSE): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="With `Accept: text/event-stream`: SSE, one event each, its `id:` "
+                f"the index, the line as `data:`. {EVENT_LINES}",
+            ),
+        },
+        tags=["runs"],
+        summary="Replay a run's events from an index and follow it live to its end",
+        description="Any run the caller may read (as GET /v1/runs/{runId}), streamed or "
+        "not, queued or live, wherever it runs; its events are kept RUN_EVENTS_TTL.",
+    )
+    async def get(self, request: ApiRequest, runId: str) -> StreamingHttpResponse:
+        start = await self.checked(self._start)(runId)
+        sse = SSE in request.headers.get("Accept", "")
+        response = StreamingHttpResponse(
+            event_frames(start, Frames(sse)), content_type=SSE if sse else NDJSON
+        )
+        response["Cache-Control"], response["X-Accel-Buffering"] = "no-cache", "no"
+        return response
+
+    def _start(self, runId: str) -> EventsStart:
+        run_id = path_uuid(runId, "runId", "a run id")
+        after = resume_after(
+            self.request.headers.get("Last-Event-ID"), self.query(s.RunEventsQuery).after
+        )
+        run_check_visible(user=self.request.user, environment=self.environment, run_id=run_id)
+        return events_start(run_id, after)
 
 
 class ThreadDetailView(ApiView):

@@ -282,6 +282,13 @@ class RunListQuery(PageQuery):
     caller_id: int | None = Field(None, ge=1, description="With AUDIT: one caller's runs.")
 
 
+class RunEventsQuery(CamelModel):
+    # RunEvent.index is a PostgreSQL integer: a larger start could not be compared with it.
+    after: int = Field(
+        0, ge=0, le=2**31 - 1, description="The index of the first event to send (0: all)."
+    )
+
+
 class ThreadQuery(CamelModel):
     caller_id: int | None = Field(None, ge=1, description="With AUDIT: another caller's thread.")
 

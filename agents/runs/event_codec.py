@@ -33,6 +33,11 @@ class UnknownEvent(ValueError):
     """A stored event this code does not know (a newer process wrote it)."""
 
 
+def event_type(cls: type[Any]) -> str:
+    """The `type` an event of that class is stored with."""
+    return _NAME_OF[cls]
+
+
 def event_json(event: Event) -> dict[str, Any]:
     """The event as a JSON object, its kind in `type`."""
     return {"type": _NAME_OF[type(event)], **_fields_json(event)}

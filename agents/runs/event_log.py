@@ -22,13 +22,14 @@ from django.db import connection
 
 from agentbuilder.db import in_db
 from agents.models import RUN_ENDED, Run, RunEvent, RunStatus
-from agents.runs.event_codec import event_from_json, event_json
-from agents.runtime.events import Event
+from agents.runs.event_codec import event_from_json, event_json, event_type
+from agents.runtime.events import Event, ResponseCompleted, ResponseFailed
 
 logger = logging.getLogger(__name__)
 
 FLUSH_SECONDS = 0.2
 FOLLOW_POLL_SECONDS = 0.2
+TERMINAL_TYPES = frozenset({event_type(ResponseCompleted), event_type(ResponseFailed)})
 
 
 @functools.cache
@@ -158,3 +159,18 @@ def run_events_follow(run_id: uuid.UUID, after: int = 0) -> RunFollower:
     """The run's events from index `after`, replayed then followed live to the run's end,
     from any process (see RunFollower for how it ends)."""
     return RunFollower(run_id, after)
+
+
+def run_event_at(run_id: uuid.UUID, index: int) -> Event | None:
+    """The run's stored event of that index, if it is stored."""
+    data = RunEvent.objects.filter(run_id=run_id, index=index).values_list("event", flat=True)
+    found = data.first()
+    return None if found is None else event_from_json(found)
+
+
+def run_terminal_stored(run_id: uuid.UUID) -> bool:
+    """Whether the run's last stored event is its terminal one (a run canceled or
+    interrupted stores none)."""
+    last = RunEvent.objects.filter(run_id=run_id).order_by("-index").values_list("event", flat=True)
+    found = last.first()
+    return found is not None and found.get("type") in TERMINAL_TYPES

@@ -54,6 +54,13 @@ def run_get(*, user: User, environment: Environment, run_id: uuid.UUID) -> Run:
     return run
 
 
+def run_check_visible(*, user: User, environment: Environment, run_id: uuid.UUID) -> None:
+    """Raises NotFound unless the caller may read the run, as `run_get` (one indexed read,
+    not the run's row: a follower of its events needs no more)."""
+    if not runs_visible(user=user, environment=environment).filter(pk=run_id).exists():
+        raise NotFound(f"Run '{run_id}' not found.")
+
+
 def thread_runs(
     *, user: User, environment: Environment, thread_id: str, caller_id: int | None = None
 ) -> list[Run]:

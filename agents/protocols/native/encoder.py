@@ -91,6 +91,13 @@ class NdjsonEncoder:
         self.head: dict[str, Any] = {}
 
     def encode(self, event: Event) -> bytes | None:
+        line = self.line(event)
+        return None if line is None else _dumps(line)
+
+    def line(self, event: Event) -> dict[str, Any] | None:
+        """The event's line as an object (None for an event the stream does not show): what
+        `encode` writes, and what a run's event stream (docs/api.md#run-events) adds its
+        index to."""
         if isinstance(event, ResponseCreated):
             self.head = {
                 "id": event.response_id,
@@ -98,39 +105,35 @@ class NdjsonEncoder:
                 "object": "response",
                 "createdAt": event.created_at,
             }
-            return _dumps({"type": "response.created", "response": self.head})
+            return {"type": "response.created", "response": self.head}
         rid = self.head.get("id")
         if isinstance(event, TextDelta):
-            return _dumps(
-                {
-                    "type": "response.output_text.delta",
-                    "role": "assistant",
-                    "delta": event.text,
-                    "id": rid,
-                }
-            )
+            return {
+                "type": "response.output_text.delta",
+                "role": "assistant",
+                "delta": event.text,
+                "id": rid,
+            }
         if isinstance(event, ToolCall):
-            return _dumps(
-                {
-                    "type": "response.function_call_arguments.done",
-                    "id": rid,
-                    "name": event.name,
-                    "itemId": event.call_id,
-                    "arguments": event.arguments,
-                }
-            )
+            return {
+                "type": "response.function_call_arguments.done",
+                "id": rid,
+                "name": event.name,
+                "itemId": event.call_id,
+                "arguments": event.arguments,
+            }
         if isinstance(event, ResponseCompleted):
             response = {**self.head, "usage": event.usage.as_dict()}
             if event.custom_outputs:
                 response["customOutputs"] = event.custom_outputs
-            return _dumps({"type": "response.completed", "response": response})
+            return {"type": "response.completed", "response": response}
         if isinstance(event, ResponseFailed):
             response = {
                 **self.head,
                 "usage": event.usage.as_dict(),
                 "error": {"code": event.code, "message": event.message},
             }
-            return _dumps({"type": "response.failed", "response": response})
+            return {"type": "response.failed", "response": response}
         if isinstance(event, ToolResult):
             return None  # tool results are not part of the native stream
         assert_never(event)
