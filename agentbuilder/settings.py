@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "guardian",
+    "django_celery_beat",
     "agents",
     "guardrails",
     "retrieval",
@@ -251,6 +252,15 @@ CELERY_RESULT_BACKEND = None
 # PostgreSQL connections per ingestion (bench/ingestion.py: 391 against 539 chunks/s).
 # 0 restores Celery's default.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
+# Schedules (agents.schedules): beat reads their PeriodicTask rows, every cron loaded
+# whatever its hour (agents.schedules.beat), and writes when each last fired after every
+# tick it sends, not every 3 minutes: a beat restarted in between would send it again.
+CELERY_BEAT_SCHEDULER = "agents.schedules.beat:ScheduleScheduler"
+CELERY_BEAT_SYNC_EVERY = 1
+# Without a broker, the server process runs beat in a thread from its start-up
+# (agentbuilder.beat): `make run` fires schedules with no other process. With one, run
+# `celery -A agentbuilder beat` once per deployment, and leave this off.
+BEAT_EMBEDDED = env.bool("BEAT_EMBEDDED", default=CELERY_TASK_ALWAYS_EAGER)
 
 # ---------------------------------------------------------------- liveness
 

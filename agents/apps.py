@@ -9,6 +9,7 @@ class AgentsConfig(AppConfig):
         from agentbuilder import access, asgi_mounts
         from agents.access.provider import DocumentAccess, EnvironmentAccess
         from agents.runs import leases
+        from agents.schedules import tasks  # noqa: F401 - registers the ticks' Celery task
         from retrieval import access as retrieval_access
 
         leases.register()

@@ -304,6 +304,15 @@ class Run(models.Model):
     # the request it runs, kept until a worker claims it (agents.runs.background).
     queued_at = models.DateTimeField(null=True, blank=True, editable=False)
     request = models.JSONField(null=True, blank=True, editable=False)
+    # The schedule whose tick started it (protocol `schedule`, agents.schedules).
+    schedule = models.ForeignKey(
+        "Schedule",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="runs",
+        editable=False,
+    )
 
     class Meta:
         ordering = ["-started_at"]
@@ -395,6 +404,48 @@ class McpServer(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+_now = timezone.now  # for Schedule, whose `timezone` field hides the module in its body
+
+
+class Schedule(models.Model):
+    """A cron on which an agent's version runs in the background as the schedule's owner
+    (agents.schedules, docs/api.md#schedules). Celery beat reads its PeriodicTask, which the
+    schedule services keep in step with it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="schedules")
+    # Whose runs its ticks start: who created it, or who last changed what it runs.
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    cron = models.CharField(max_length=200, help_text="minute hour day-of-month month weekday")
+    timezone = models.CharField(max_length=64, default="UTC", help_text="IANA name: Europe/Paris")
+    version = models.CharField(
+        max_length=100, default="latest", help_text="latest, a number or an alias"
+    )
+    input = models.JSONField(help_text='{"messages": [...]} or {"inputs": {...}}')
+    webhook = models.JSONField(null=True, blank=True)
+    enabled = models.BooleanField(default=True)
+    periodic_task = models.OneToOneField(
+        "django_celery_beat.PeriodicTask",
+        on_delete=models.PROTECT,
+        related_name="agent_schedule",
+        editable=False,
+    )
+    # Ticks at or before this instant are done (fired, or before the schedule was saved or
+    # resumed): a tick beat sends twice, or a missed one sent late, starts one run at most.
+    tick_after = models.DateTimeField(default=_now, editable=False)
+    last_fired_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Why the last tick started no run (`{code, message}`), null when it did.
+    last_error = models.JSONField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    modified_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.cron} ({self.timezone})"
 
 
 # guardian: object permissions in tables with real foreign keys (indexed joins, cascades)

@@ -11,6 +11,9 @@ os.environ.setdefault("INGESTION_WORKERS", "0")
 # The runner's own process never sweeps: its sweeps would race the tests' rows (a live
 # test's request starts the thread otherwise). Server processes the tests start turn it on.
 os.environ.setdefault("LIVENESS_THREAD", "false")
+# Nor does it run beat: a live test's server would fire schedules under other tests. The
+# schedules' tests start it themselves.
+os.environ.setdefault("BEAT_EMBEDDED", "false")
 
 from agentbuilder.settings import *  # noqa: F403
 

@@ -320,6 +320,9 @@ class RunOut(OutputModel):
         description="What the run did, in order: model_call, tool_call, retrieval and "
         "guardrail steps, each with startedAt, latencyMs and status."
     )
+    schedule_id: UUID | None = Field(
+        None, description="The schedule whose tick started it (protocol `schedule`)."
+    )
 
     @classmethod
     def of(cls, run: Run) -> RunOut:
@@ -339,6 +342,7 @@ class RunOut(OutputModel):
             output=run.output,
             error=run.error,
             steps=run.steps,
+            schedule_id=run.schedule_id,
         )
 
 

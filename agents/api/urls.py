@@ -8,6 +8,7 @@ from agents.protocols.native import urls as native
 from agents.protocols.openai import urls as openai
 from agents.protocols.process import urls as process
 from agents.protocols.respond import urls as respond
+from agents.schedules import urls as schedules
 
 urlpatterns = [
     path("auth/token", TokenView.as_view(), name="auth-token"),
@@ -16,6 +17,7 @@ urlpatterns = [
     path("agents", agents.AgentListView.as_view(), name="agent-list"),
     path("runs", runs.RunListView.as_view(), name="run-list"),
     *mcp_registry.urlpatterns,  # /mcp-servers
+    *schedules.urlpatterns,  # /agents/{id}/schedules, /schedules/{id}
     path("runs/<str:runId>", runs.RunDetailView.as_view(), name="run-detail"),
     path("runs/<str:runId>/cancel", runs.RunCancelView.as_view(), name="run-cancel"),
     path("runs/<str:runId>/events", runs.RunEventsView.as_view(), name="run-events"),

@@ -13,6 +13,8 @@ def failure_status(code: FailureCode) -> int:
     match code:
         case FailureCode.INVALID_REQUEST | FailureCode.TEMPLATE_LIMIT | FailureCode.CALL_TOO_DEEP:
             return 400
+        case FailureCode.FORBIDDEN:
+            return 403
         case FailureCode.PROVIDER_TIMEOUT:
             return 504
         case (

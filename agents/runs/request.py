@@ -44,6 +44,8 @@ class RunRequest:
     parallel_tool_calls: bool = True
     # How many agent calls led to this one (agents.runtime.depth): 0 for a client's own.
     call_depth: int = 0
+    # The schedule whose tick asks for it (agents.schedules), kept on its run.
+    schedule_id: uuid.UUID | None = None
 
 
 def call_depth_of(headers: Mapping[str, str]) -> int:

@@ -92,6 +92,7 @@ def invocation_start(request: RunRequest) -> Invocation:
         thread_id=request.thread_id,
         messages=[message_json(m) for m in request.messages],
         lease_until=liveness.lease_expiry(),
+        schedule_id=request.schedule_id,
     )
     insert_new(run)
     leases.run_inserted(run.pk)

@@ -14,6 +14,7 @@ from agentbuilder.errors import Conflict, ErrorItem, Invalid, NotFound
 from agentbuilder.users import User
 from agents.access.permissions import Action, require_on_environment
 from agents.models import NAME_PATTERN, Agent, AgentType, AgentVersion, Environment
+from agents.schedules.services import schedules_delete_for_agent
 from agents.services.config_check import config_validate
 
 NAME_CONSTRAINT = "agent_name_ci_unique_per_environment"
@@ -107,8 +108,11 @@ def agent_update(*, user: User, agent: Agent, changes: dict[str, str]) -> Agent:
     return agent
 
 
+@transaction.atomic
 def agent_delete(*, user: User, agent: Agent) -> None:
-    """Soft delete: the agent disappears and its name is free; versions and runs stay."""
+    """Soft delete: the agent disappears and its name is free; versions and runs stay, its
+    schedules go."""
+    schedules_delete_for_agent(agent=agent)
     now = timezone.now()
     Agent.objects.filter(pk=agent.pk, deleted_at__isnull=True).update(
         deleted_at=now, modified_at=now, modified_by=user
