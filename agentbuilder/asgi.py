@@ -5,7 +5,7 @@ from django.conf import settings
 from django.core.asgi import get_asgi_application
 from django.core.signals import request_started
 
-from agentbuilder import asgi_mounts, liveness
+from agentbuilder import asgi_mounts, beat, liveness
 from agentbuilder.asgi_body import BodyLength
 from agentbuilder.request_threads import RequestThreads
 
@@ -23,13 +23,16 @@ async def lifespan(receive: Any, send: Any) -> None:
     documents from start-up (agentbuilder.liveness), so a restarted server closes the runs
     of the one it replaced with no request to wake it. The lifespan runs in each serving
     process (after gunicorn's fork), never in a master whose connections workers would
-    inherit. Django's handler has no lifespan of its own to run."""
+    inherit. Django's handler has no lifespan of its own to run. Without a broker it also
+    runs Celery beat, which fires the schedules (agentbuilder.beat)."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
             liveness.ensure_started()
+            beat.ensure_started()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
+            beat.stop()
             await send({"type": "lifespan.shutdown.complete"})
             return
 

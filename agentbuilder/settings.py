@@ -247,6 +247,8 @@ if CELERY_TASK_ALWAYS_EAGER:
     CELERY_BROKER_URL = "memory://localhost"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = None
+# No results are kept, so beat has no result store to clean daily (it would add the task).
+CELERY_RESULT_EXPIRES = None
 # Celery's Django fixup closes a worker's database connections (and, in a prefork worker,
 # Django's connection pool) before and after every task unless this is set: two new
 # PostgreSQL connections per ingestion (bench/ingestion.py: 391 against 539 chunks/s).

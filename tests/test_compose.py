@@ -41,6 +41,9 @@ def interpolate(value: str, variables: dict[str, str]) -> str:
     return VARIABLE.sub(one, value.replace("$$", "\0")).replace("\0", "$")
 
 
+APPS = ("web", "worker", "beat", "migrate")  # the services that run the image
+
+
 @pytest.fixture(scope="module")
 def services() -> dict[str, Any]:
     return yaml.safe_load(COMPOSE.read_text())["services"]
@@ -62,12 +65,12 @@ def test_one_build_makes_the_image_that_web_worker_and_migrate_run(
     assert built == ["web"]
     image = services["web"]["image"]
     assert image
-    assert {services[name]["image"] for name in ("web", "worker", "migrate")} == {image}
+    assert {services[name]["image"] for name in ("web", "worker", "beat", "migrate")} == {image}
     assert services["web"]["build"]["dockerfile"] == "docker/Dockerfile"
 
 
 def test_web_and_worker_start_after_migrations_succeed(services: dict[str, Any]) -> None:
-    for name in ("web", "worker"):
+    for name in ("web", "worker", "beat"):
         condition = services[name]["depends_on"]["migrate"]["condition"]
         assert condition == "service_completed_successfully", name
     assert "migrate" in services["migrate"]["command"]
@@ -86,9 +89,22 @@ def test_compose_refuses_to_start_without_its_secrets(services: dict[str, Any]) 
 
     assert required == {
         ("db", "POSTGRES_PASSWORD", "POSTGRES_PASSWORD"),
-        *{(app, "SECRET_KEY", "SECRET_KEY") for app in ("web", "worker", "migrate")},
-        *{(app, "DATABASE_URL", "POSTGRES_PASSWORD") for app in ("web", "worker", "migrate")},
+        *{(app, "SECRET_KEY", "SECRET_KEY") for app in APPS},
+        *{(app, "DATABASE_URL", "POSTGRES_PASSWORD") for app in APPS},
     }
+
+
+def test_one_beat_sends_the_schedules_ticks_and_the_web_tier_runs_none(
+    services: dict[str, Any],
+) -> None:
+    beats = [name for name, spec in services.items() if " beat" in str(spec.get("command"))]
+
+    assert beats == ["beat"]
+    assert services["beat"]["command"].startswith("celery -A agentbuilder beat")
+    assert "deploy" not in services["beat"]  # never replicated
+    # With a broker the server's embedded beat is off (BEAT_EMBEDDED's default).
+    assert services["web"]["environment"]["CELERY_BROKER_URL"]
+    assert "BEAT_EMBEDDED" not in services["web"]["environment"]
 
 
 def test_every_secret_in_compose_is_the_value_of_a_variable(services: dict[str, Any]) -> None:

@@ -1,5 +1,5 @@
 """The admin: environments, agents and their versions, catalogs, API clients, MCP servers,
-runs (documents: retrieval.admin)."""
+runs, schedules (documents: retrieval.admin)."""
 
 from agents.access import admin as access
 from agents.admin import (
@@ -9,6 +9,7 @@ from agents.admin import (
     versions,
 )
 from agents.mcp_registry import admin as mcp_registry  # registers McpServer's admin
+from agents.schedules import admin as schedules  # registers Schedule's admin
 
 # Environments and API clients have their pages beside the rest of access
 # (agents/access/admin.py); importing them here registers them with the others.
@@ -18,5 +19,6 @@ __all__ = [
     "llm_models",
     "mcp_registry",
     "runs",
+    "schedules",
     "versions",
 ]

@@ -39,6 +39,18 @@ class ScheduleSpec:
     webhook: Any = None
 
 
+def spec_of(schedule: Schedule) -> ScheduleSpec:
+    """What `schedule` is, as a spec to change and save again."""
+    return ScheduleSpec(
+        cron=schedule.cron,
+        timezone=schedule.timezone,
+        version=schedule.version,
+        input=schedule.input,
+        enabled=schedule.enabled,
+        webhook=schedule.webhook,
+    )
+
+
 @dataclass(frozen=True)
 class _Checked:
     cron: Cron

@@ -207,7 +207,7 @@ class ScheduleDetailView(ApiView):
         }
         if "version" in changes:
             changes["version"] = str(changes["version"])
-        spec = replace(_spec_of(schedule), **changes)
+        spec = replace(services.spec_of(schedule), **changes)
         schedule = services.schedule_update(user=request.user, schedule=schedule, spec=spec)
         return render(ScheduleOut.of(schedule))
 
@@ -221,14 +221,3 @@ class ScheduleDetailView(ApiView):
     def delete(self, request: ApiRequest, scheduleId: str) -> Response:
         services.schedule_delete(schedule=self._schedule(scheduleId, Action.EDIT))
         return Response(status=204)
-
-
-def _spec_of(schedule: Schedule) -> services.ScheduleSpec:
-    return services.ScheduleSpec(
-        cron=schedule.cron,
-        timezone=schedule.timezone,
-        version=schedule.version,
-        input=schedule.input,
-        enabled=schedule.enabled,
-        webhook=schedule.webhook,
-    )
