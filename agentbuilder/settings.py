@@ -274,9 +274,15 @@ LIVENESS_SECONDS = env.float("LIVENESS_SECONDS", default=60.0)
 # in the test runner, whose sweeps would race the tests' own rows; the liveness tests turn
 # it on in the server processes they start.
 LIVENESS_THREAD = env.bool("LIVENESS_THREAD", default=True)
-# Runs that go on after their request has answered (an A2A send that returns at once) are
-# run by the process, this many at once; the others wait their turn (agents.runs.detached).
+# Background runs (`"background": true`, an A2A send that returns at once) are run by a
+# Celery worker, or without a broker by the web process: this many at once per process;
+# the others wait their turn, `queued` (agents.runs.detached).
 DETACHED_RUNS_CONCURRENCY = env.int("DETACHED_RUNS_CONCURRENCY", default=32)
+# A queued run no worker has claimed after this long is handed over again (its message
+# may be lost: a broker restarted without persistence), and failed `not_started` after
+# RUN_QUEUE_TIMEOUT_SECONDS (agents.runs.background).
+RUN_QUEUE_LEASE_SECONDS = env.float("RUN_QUEUE_LEASE_SECONDS", default=120.0)
+RUN_QUEUE_TIMEOUT_SECONDS = env.float("RUN_QUEUE_TIMEOUT_SECONDS", default=3600.0)
 # Classes (dotted paths) that see every run's events and may stop a run: budgets,
 # approvals, telemetry plug in here (agents.runs.hooks).
 RUN_HOOKS = env.list("RUN_HOOKS", default=[])

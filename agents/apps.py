@@ -8,11 +8,12 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         from agentbuilder import access, asgi_mounts
         from agents.access.provider import DocumentAccess, EnvironmentAccess
-        from agents.runs import leases
+        from agents.runs import background, leases
         from agents.schedules import tasks  # noqa: F401 - registers the ticks' Celery task
         from retrieval import access as retrieval_access
 
         leases.register()
+        background.register()
         # The project package and the apps beside agents ask agentbuilder.access (retrieval
         # also retrieval.access); this app answers, so none of them imports agents.
         access.provide(EnvironmentAccess())

@@ -371,7 +371,8 @@ def error_component(path: str) -> str:
 def test_respond_documents_the_agent_http_contracts_body(generated: Generated) -> None:
     body = generated.operation("post", RESPOND)["requestBody"]["content"]["application/json"]
     schema = generated.resolve(body["schema"])
-    assert set(schema["properties"]) == {"messages", "metadata"}
+    # The contract's two, and the platform's own: a background run (docs/api.md).
+    assert set(schema["properties"]) == {"messages", "metadata", "background"}
     assert schema["required"] == ["messages"]
 
 
@@ -527,7 +528,13 @@ def test_query_parameters_carry_the_constraints_the_view_checks(generated: Gener
     assert parameters["offset"]["minimum"] == 0
     assert parameters["callerId"]["minimum"] == 1
     assert parameters["agentId"]["format"] == "uuid"
-    assert parameters["status"]["enum"] == ["in_progress", "completed", "failed", "canceled"]
+    assert parameters["status"]["enum"] == [
+        "queued",
+        "in_progress",
+        "completed",
+        "failed",
+        "canceled",
+    ]
 
 
 def test_multipart_upload_documents_its_file_and_form_fields(generated: Generated) -> None:

@@ -26,6 +26,7 @@ def failure_status(code: FailureCode) -> int:
             | FailureCode.OUTPUT_INVALID
             | FailureCode.CANCELED
             | FailureCode.INTERRUPTED
+            | FailureCode.NOT_STARTED
             | FailureCode.INTERNAL_ERROR
         ):
             return 502

@@ -7,11 +7,15 @@ the run's events through its encoder, streamed or whole, along the one run path
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from django.http import StreamingHttpResponse
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework.response import Response
 
 from agentbuilder.api.views import AsyncApiView
+from agentbuilder.wire import CamelModel
 from agents.api.views import agent_uuid
 from agents.models import Environment
 from agents.runs.request import CHAT_TYPES, RunRequest, call_depth_of
@@ -72,3 +76,25 @@ def streamed(
     for name, value in run_headers(invocation, stream=True).items():
         response[name] = value
     return response
+
+
+class Queued(CamelModel):
+    """A background run, accepted: `Location` is the run (GET /v1/runs/{id})."""
+
+    run_id: uuid.UUID
+    status: Literal["queued"] = "queued"
+
+
+QUEUED_DOC = {
+    202: OpenApiResponse(
+        Queued,
+        description="With `background: true`: the run is queued; `Location` is the run.",
+    )
+}
+
+
+def queued(run_id: uuid.UUID) -> Response:
+    """The 202 of a background run (docs/api.md#background-runs)."""
+    location = reverse("run-detail", kwargs={"runId": str(run_id)})
+    body = Queued(run_id=run_id).model_dump(mode="json", by_alias=True)
+    return Response(body, status=202, headers={"Location": location, "X-Run-Id": str(run_id)})

@@ -1,19 +1,18 @@
-"""Runs that go on without their request (an A2A send that returns at once), owned by the
-process rather than by the request.
+"""The process's runner of runs that no request consumes: background runs
+(agents.runs.background), in a Celery worker or, in the embedded mode, in the server.
 
 A request's tasks live in the request's thread-sensitive context (agentbuilder.
 request_threads): once the request has answered, that context exits, and a run still
 consumed from it can no longer reach the database (asgiref refuses: "ThreadSensitiveContext
-has exited"), so it was never recorded and stayed `in_progress`. Here a run is handed to
-the process's runner: one thread with an event loop of its own, in which each run is
-consumed to its end by a task started in a fresh context, with a database thread of the
-runner's (docs/architecture.md#decisions: in the embedded mode a thread pool stands in for the
-workers). At most DETACHED_RUNS_CONCURRENCY run at once; the others wait their turn,
-beating (agents.runs.live) so their leases hold, cancelable.
+has exited"). Here a run is consumed in the runner: one thread with an event loop of its
+own, in which each run is taken and consumed to its end by a task started in a fresh
+context, with a database thread of the runner's (docs/architecture.md#decisions: in the
+embedded mode a thread pool stands in for the workers). At most DETACHED_RUNS_CONCURRENCY
+run at once; the others wait their turn, still `queued` and cancelable as such.
 
-Whatever ends a detached run, it is recorded by the one recorded path (agents.runs.stream):
-its end, `canceled` by a cancel, `failed` when it breaks; and if its task dies or its loop
-hangs, nothing beats for it and the sweep closes it `interrupted`.
+Whatever ends a run, it is recorded by the one recorded path (agents.runs.stream): its end,
+`canceled` by a cancel, `failed` when it breaks; and if its task dies or its loop hangs,
+nothing beats for it and the sweep closes it `interrupted`.
 """
 
 from __future__ import annotations
@@ -23,6 +22,8 @@ import contextvars
 import logging
 import os
 import threading
+import uuid
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import aclosing
 
@@ -30,11 +31,14 @@ from asgiref.sync import ThreadSensitiveContext
 from django.conf import settings
 
 from agentbuilder.db import in_db
-from agents.runs import leases, live
 from agents.runs.start import Invocation
 from agents.runs.stream import recorded_events
 
 logger = logging.getLogger(__name__)
+
+# Takes the run for this process (in a database thread of the runner's): its invocation,
+# or None when there is nothing to run (another process took it, it was canceled).
+Claim = Callable[[], Invocation | None]
 
 
 class Runner:
@@ -46,6 +50,10 @@ class Runner:
         self.concurrency = concurrency
         self.loop = asyncio.new_event_loop()
         self.tasks: set[asyncio.Task[None]] = set()
+        # Run id → its end: a run handed over twice (its message delivered again, the
+        # queue's sweep) waits once.
+        self.pending: dict[uuid.UUID, Future[None]] = {}
+        self._pending_lock = threading.Lock()
         started: Future[None] = Future()
         self.thread = threading.Thread(
             target=self._serve, args=(started,), name="detached-runs", daemon=True
@@ -65,60 +73,56 @@ class Runner:
         started.set_result(None)
         self.loop.run_forever()
 
-    def submit(self, invocation: Invocation) -> None:
-        """Run `invocation` to its end here. From any thread; the run is the runner's from
-        now on."""
-        leases.run_started(invocation.run_id)  # no request's stream will start it
-        self.loop.call_soon_threadsafe(self._start, invocation)
+    def submit(self, run_id: uuid.UUID, claim: Claim) -> Future[None]:
+        """Take the run with `claim` once a slot is free, and consume it to its end here.
+        From any thread; done when the run is over (or there was nothing to run)."""
+        with self._pending_lock:
+            done = self.pending.get(run_id)
+            if done is not None:
+                return done
+            done = self.pending[run_id] = Future()
+        self.loop.call_soon_threadsafe(self._start, run_id, claim, done)
+        return done
 
-    def _start(self, invocation: Invocation) -> None:
-        # A fresh context: nothing of the request that handed it over (its thread-sensitive
-        # context above all) comes along.
-        task = self.loop.create_task(self._own(invocation), context=contextvars.Context())
+    def _start(self, run_id: uuid.UUID, claim: Claim, done: Future[None]) -> None:
+        # A fresh context: nothing of the request or task that handed it over (a request's
+        # thread-sensitive context above all) comes along.
+        task = self.loop.create_task(self._own(run_id, claim, done), context=contextvars.Context())
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    async def _own(self, invocation: Invocation) -> None:
-        run_id = invocation.run_id
-        task = asyncio.current_task()
-        assert task is not None
-
-        def cancel() -> None:
-            task.cancel()
-
-        waiting = live.run_live(run_id, cancel)  # until a slot is free
+    async def _own(self, run_id: uuid.UUID, claim: Claim, done: Future[None]) -> None:
         try:
             executor = await self.slots.get()
-        except asyncio.CancelledError:  # canceled while it waited: nothing ran
-            live.run_gone(waiting)
-            async with ThreadSensitiveContext():
-                await in_db(leases.run_close_canceled)(run_id)
-            return
-        try:
-            async with (
-                ThreadSensitiveContext(executor=executor),
-                aclosing(recorded_events(invocation)) as events,
-            ):
-                async for _ in events:  # recorded and kept as they pass
-                    pass
-        except Exception:
-            logger.exception("detached run %s broke", run_id)  # recorded by its path
+            try:
+                async with ThreadSensitiveContext(executor=executor):
+                    invocation = await in_db(claim)()
+                    if invocation is not None:
+                        async with aclosing(recorded_events(invocation)) as events:
+                            async for _ in events:  # recorded and kept as they pass
+                                pass
+            except Exception:
+                logger.exception("run %s broke", run_id)  # recorded by its path
+            finally:
+                self.slots.put_nowait(executor)
         finally:
-            self.slots.put_nowait(executor)
+            with self._pending_lock:
+                self.pending.pop(run_id, None)
+            done.set_result(None)
 
 
 _runner: Runner | None = None
 _lock = threading.Lock()
 
 
-def run_detached(invocation: Invocation) -> None:
-    """Hand the run to the process: it goes on after the request has answered."""
+def runner() -> Runner:
+    """The process's runner, started on first use."""
     global _runner
     if _runner is None or not _runner.thread.is_alive():
         with _lock:
             if _runner is None or not _runner.thread.is_alive():
                 _runner = Runner(int(settings.DETACHED_RUNS_CONCURRENCY))
-    _runner.submit(invocation)
+    return _runner
 
 
 def _forget_after_fork() -> None:

@@ -149,7 +149,7 @@ def runs_cancel_unstarted() -> int:
         liveness.release(LEASES, run_id)
     if not unstarted:
         return 0
-    closed = _close(Run.objects.filter(pk__in=unstarted), RunStatus.CANCELED)
+    closed = runs_close(Run.objects.filter(pk__in=unstarted), RunStatus.CANCELED)
     logger.info("%s run(s) whose client left before their stream began: canceled", closed)
     return closed
 
@@ -159,7 +159,7 @@ def runs_interrupt_expired() -> int:
     before leases (no lease at all) once they are a lease's length old."""
     lease = timedelta(seconds=liveness.lease_seconds())
     expired = Q(lease_until__lt=Now()) | Q(lease_until__isnull=True, started_at__lt=Now() - lease)
-    closed = _close(Run.objects.filter(expired), RunStatus.FAILED, INTERRUPTED)
+    closed = runs_close(Run.objects.filter(expired), RunStatus.FAILED, INTERRUPTED)
     if closed:
         logger.warning("%s run(s) whose process stopped: failed (interrupted)", closed)
     return closed
@@ -168,17 +168,17 @@ def runs_interrupt_expired() -> int:
 def run_close_canceled(run_id: uuid.UUID) -> int:
     """A run canceled before anything ran it (queued for the detached runner)."""
     run_ended(run_id)
-    return _close(Run.objects.filter(pk=run_id), RunStatus.CANCELED)
+    return runs_close(Run.objects.filter(pk=run_id), RunStatus.CANCELED)
 
 
 def runs_mark_failed(*, runs: QuerySet[Run], by: User) -> int:
     """An admin's verdict on runs they judge stuck: the in-progress ones become `failed`
     (`interrupted`). If such a run was alive after all, its own end overwrites this."""
     message = f"marked failed by {by} while in progress"
-    return _close(runs, RunStatus.FAILED, {**INTERRUPTED, "message": message})
+    return runs_close(runs, RunStatus.FAILED, {**INTERRUPTED, "message": message})
 
 
-def _close(runs: QuerySet[Run], status: str, error: dict[str, str] | None = None) -> int:
+def runs_close(runs: QuerySet[Run], status: str, error: dict[str, str] | None = None) -> int:
     return runs.filter(status=RunStatus.IN_PROGRESS).update(
         status=status, completed_at=Now(), latency_ms=ELAPSED_MS, error=error, lease_until=None
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -9,7 +10,7 @@ from typing import Any
 
 from agentbuilder.errors import Invalid
 from agentbuilder.users import User
-from agents.llm.base import Message, ToolSpec
+from agents.llm.base import Attachment, Message, ToolCallPart, ToolSpec
 from agents.mcp_registry.request import McpServerRequest
 from agents.models import Environment
 from agents.runtime import depth
@@ -58,3 +59,97 @@ def call_depth_of(headers: Mapping[str, str]) -> int:
         return depth.parse_header(value)
     except ValueError as exc:
         raise Invalid.at(("header", depth.HEADER), str(exc)) from None
+
+
+# ---------------------------------------------------------------- kept for a worker
+
+
+def request_json(request: RunRequest) -> dict[str, Any]:
+    """What a worker needs to run `request` later (agents.runs.background), as JSON: all
+    but who asks, where, which agent and version, which the run's row says. Attachments go
+    as base64 (the run's `messages` keep only their sizes). Request-only MCP servers and
+    client tools, whose headers and callers live with the request, are not carried: the
+    protocols that take them offer no background runs."""
+    if request.mcp_servers or request.client_tools:
+        raise ValueError("a request with its own MCP servers or client tools cannot wait")
+    return {
+        "protocol": request.protocol,
+        "route": request.route,
+        "agentTypes": list(request.agent_types),
+        "messages": [_message_json(m) for m in request.messages],
+        "inputs": request.inputs,
+        "guardrails": list(request.guardrails),
+        "threadId": request.thread_id,
+        "ragOverrides": dict(request.rag_overrides) if request.rag_overrides else None,
+        "maxIterations": request.max_iterations,
+        "callDepth": request.call_depth,
+    }
+
+
+def request_from_json(
+    data: Mapping[str, Any],
+    *,
+    user: User,
+    environment: Environment,
+    agent_id: uuid.UUID,
+    version_ref: str,
+) -> RunRequest:
+    """`request_json`'s request back, for `user` in `environment`."""
+    return RunRequest(
+        user=user,
+        environment=environment,
+        agent_id=agent_id,
+        version_ref=version_ref,
+        protocol=data["protocol"],
+        route=data["route"],
+        agent_types=tuple(data["agentTypes"]),
+        messages=tuple(_message_from_json(m) for m in data["messages"]),
+        inputs=data["inputs"],
+        guardrails=tuple(data["guardrails"]),
+        thread_id=data["threadId"],
+        rag_overrides=data["ragOverrides"],
+        max_iterations=data["maxIterations"],
+        call_depth=data["callDepth"],
+    )
+
+
+def _message_json(message: Message) -> dict[str, Any]:
+    return {
+        "role": message.role,
+        "text": message.text,
+        "toolCalls": [[c.call_id, c.name, c.arguments] for c in message.tool_calls],
+        "attachments": [
+            {
+                "kind": a.kind,
+                "mediaType": a.media_type,
+                "data": base64.b64encode(a.data).decode("ascii"),
+                "name": a.name,
+                "loc": list(a.loc),
+            }
+            for a in message.attachments
+        ],
+        "toolCallId": message.tool_call_id,
+        "name": message.name,
+        "isError": message.is_error,
+    }
+
+
+def _message_from_json(data: Mapping[str, Any]) -> Message:
+    return Message(
+        role=data["role"],
+        text=data["text"],
+        tool_calls=tuple(ToolCallPart(*call) for call in data["toolCalls"]),
+        attachments=tuple(
+            Attachment(
+                kind=a["kind"],
+                media_type=a["mediaType"],
+                data=base64.b64decode(a["data"]),
+                name=a["name"],
+                loc=tuple(a["loc"]),
+            )
+            for a in data["attachments"]
+        ),
+        tool_call_id=data["toolCallId"],
+        name=data["name"],
+        is_error=data["isError"],
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -24,7 +25,7 @@ from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Environment, LLMModel, Run, RunStatus
 from agents.runs import leases
 from agents.runs.lookup import RunTarget, run_target
-from agents.runs.request import RunRequest
+from agents.runs.request import RunRequest, request_json
 from agents.runs.spec import agent_spec, retrievers, with_max_iterations, with_request_servers
 from agents.runtime.depth import CallDepth
 from agents.runtime.engine import new_response_id
@@ -68,6 +69,56 @@ def invocation_start(request: RunRequest) -> Invocation:
     Raises CallTooDeep, NotFound or PermissionDenied before any run exists; after that,
     DomainError (wrong agent type) or Invalid, carrying `run_id`, with the run left `failed`.
     """
+    call_depth, target = _checked(request)
+    history = thread_history(
+        agent_id=target.agent_id, caller=request.user, thread_id=request.thread_id
+    )
+    run = _run(request, target)
+    insert_new(run)
+    return _opened(request, target, run, history, call_depth)
+
+
+def invocation_queue(request: RunRequest) -> uuid.UUID:
+    """Check the call as `invocation_start` does, raising the same errors, and open its run
+    `queued`, pinned to the version it resolved, with the request kept on its row for the
+    worker that takes it (`invocation_claimed`). Nothing runs here."""
+    call_depth, target = _checked(request)
+    run = _run(request, target)
+    run.status = RunStatus.QUEUED
+    run.queued_at = timezone.now()
+    run.lease_until = queue_lease_expiry()
+    run.request = request_json(request)
+    insert_new(run)
+    leases.run_inserted(run.pk)
+    try:
+        _prepared(request, target, run, (), call_depth)  # its checks, as the worker's will be
+    finally:
+        leases.run_ended(run.pk)  # a queued run holds no process
+    return run.pk
+
+
+def invocation_claimed(run: Run, request: RunRequest) -> Invocation:
+    """The invocation of a queued run a worker has just claimed (now `in_progress`, leased
+    by this process): `request` as `invocation_queue` kept it. The caller's right to run
+    the version is checked again, as it stands now; a refusal fails the run."""
+    try:
+        call_depth, target = _checked(request)
+    except DomainError as exc:  # NotFound, PermissionDenied, CallTooDeep
+        _fail(run, FailureCode.INVALID_REQUEST, str(exc))
+        raise
+    history = thread_history(
+        agent_id=target.agent_id, caller=request.user, thread_id=request.thread_id
+    )
+    return _opened(request, target, run, history, call_depth)
+
+
+def queue_lease_expiry() -> datetime:
+    """Until when a queued run's message is trusted to reach a worker: past it, any live
+    process hands the run to a worker again (agents.runs.background)."""
+    return timezone.now() + timedelta(seconds=float(settings.RUN_QUEUE_LEASE_SECONDS))
+
+
+def _checked(request: RunRequest) -> tuple[CallDepth, RunTarget]:
     call_depth = CallDepth(request.call_depth, int(settings.MAX_AGENT_DEPTH))
     if call_depth.exceeded:
         # Before the run opens: the refused call is no run of its own (a chain of agents
@@ -79,26 +130,50 @@ def invocation_start(request: RunRequest) -> Invocation:
         agent_id=request.agent_id,
         ref=request.version_ref,
     )
-    history = thread_history(
-        agent_id=target.agent_id, caller=request.user, thread_id=request.thread_id
-    )
-    response_id = new_response_id()
-    run = Run(
+    return call_depth, target
+
+
+def _run(request: RunRequest, target: RunTarget) -> Run:
+    return Run(
         agent_id=target.agent_id,
         version_id=target.version_id,
         caller=request.user,
         protocol=request.protocol,
-        response_id=response_id,
+        response_id=new_response_id(),
         thread_id=request.thread_id,
         messages=[message_json(m) for m in request.messages],
         lease_until=liveness.lease_expiry(),
         schedule_id=request.schedule_id,
     )
-    insert_new(run)
+
+
+def _opened(
+    request: RunRequest,
+    target: RunTarget,
+    run: Run,
+    history: tuple[Message, ...],
+    call_depth: CallDepth,
+) -> Invocation:
     leases.run_inserted(run.pk)
+    spec, run_input = _prepared(request, target, run, history, call_depth)
+    invocation = Invocation(
+        run.pk, run.response_id, spec, run_input, target.agent_name, target.version_number
+    )
+    leases.run_opened(run.pk, invocation)
+    return invocation
+
+
+def _prepared(
+    request: RunRequest,
+    target: RunTarget,
+    run: Run,
+    history: tuple[Message, ...],
+    call_depth: CallDepth,
+) -> tuple[AgentSpec, RunInput]:
+    """The run's spec and input; a refusal fails the run and carries its id."""
     try:
         spec, run_input = _prepare(request, target, run, history)
-        run_input = replace(run_input, call_depth=call_depth)
+        return spec, replace(run_input, call_depth=call_depth)
     except TemplateOverLimit as exc:
         _fail(run, exc.code, exc.message)
         exc.run_id = run.pk
@@ -111,11 +186,6 @@ def invocation_start(request: RunRequest) -> Invocation:
         logger.exception("opening run %s failed", run.pk)
         _fail(run, FailureCode.INTERNAL_ERROR, "the run could not be started")
         raise
-    invocation = Invocation(
-        run.pk, response_id, spec, run_input, target.agent_name, target.version_number
-    )
-    leases.run_opened(run.pk, invocation)
-    return invocation
 
 
 def _prepare(

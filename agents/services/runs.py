@@ -6,8 +6,8 @@ import uuid
 
 from agentbuilder.errors import Conflict
 from agentbuilder.users import User
-from agents.models import Environment, Run, RunStatus
-from agents.runs.live import run_cancel
+from agents.models import RUN_ENDED, Environment, Run
+from agents.runs.background import run_stop
 from agents.selectors.runs import run_get
 
 
@@ -16,8 +16,9 @@ def run_cancel_request(*, user: User, environment: Environment, run_id: uuid.UUI
     `canceled`, wherever it runs: it does within 2 s. Raises NotFound for a run it may not
     see and Conflict for one that has ended. The run as it stands, the cancel asked."""
     run = run_get(user=user, environment=environment, run_id=run_id)
-    if run.status == RunStatus.IN_PROGRESS:
-        if run_cancel(run_id=run.pk, by=user):
+    if run.status not in RUN_ENDED:
+        if run_stop(run_id=run.pk, by=user):
+            run.refresh_from_db(fields=["status", "completed_at", "latency_ms", "error"])
             return run
         run.refresh_from_db(fields=["status"])  # it ended since it was read
     raise Conflict(f"Run '{run.pk}' has ended ({run.status}): it cannot be canceled.")

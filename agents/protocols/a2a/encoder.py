@@ -128,6 +128,12 @@ class TaskEncoder:
         self.chunks = 0  # chunks of the artifact so far
         self.final: pb.Task | None = None  # the task as it ended, for message/send
 
+    def submitted(self) -> pb.Task:
+        """The task as it is queued for a worker: submitted, with the user's message."""
+        task = pb.Task(id=self.task_id, context_id=self.context_id, history=[self.user])
+        task.status.CopyFrom(status(pb.TASK_STATE_SUBMITTED))
+        return task
+
     def working(self) -> pb.Task:
         """The task as it starts: working on the user's message."""
         task = pb.Task(id=self.task_id, context_id=self.context_id, history=[self.user])

@@ -41,7 +41,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from a2a.types import a2a_pb2 as pb
@@ -74,7 +74,7 @@ from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
 from agents.access.environments import environment_public
 from agents.access.permissions import Action
 from agents.configs import config_parse
-from agents.models import Agent, AgentVersion, Run, RunStatus
+from agents.models import RUN_ENDED, Agent, AgentVersion, Run
 from agents.protocols.a2a.card import agent_card, card_json, extended_card
 from agents.protocols.a2a.dialects import Dialect, Method, card_dialect
 from agents.protocols.a2a.encoder import (
@@ -102,8 +102,7 @@ from agents.protocols.a2a.request import (
 from agents.protocols.names import agent_reference
 from agents.protocols.sse import sse
 from agents.protocols.views import ProtocolView, run_headers, streamed
-from agents.runs.detached import run_detached
-from agents.runs.live import run_cancel
+from agents.runs.background import run_queue, run_stop
 from agents.runs.request import RunRequest
 from agents.runs.start import CallTooDeep, Invocation, TemplateOverLimit, invocation_start
 from agents.runs.stream import answered
@@ -123,6 +122,8 @@ from agents.selectors.versions import (
     version_list,
     version_ref_parse,
 )
+
+T = TypeVar("T")  # what a run start answers: the invocation, or a queued run's id
 
 PROTOCOL = "a2a"
 ROUTE = "/v1/a2a"
@@ -290,6 +291,7 @@ class _Started:
 
     call: Call
     invocation: Invocation | None = None
+    queued: uuid.UUID | None = None  # a background run's id (a send that returns at once)
     context_id: str = ""
     result: dict[str, Any] | None = None
     cancel: Run | None = None
@@ -444,7 +446,7 @@ class A2AEndpointView(ProtocolView):
 
     def _cancelable(self, call: Call, agent_id: uuid.UUID) -> Run:
         run = self._run_of(call, agent_id, call.task_id)
-        if run.status != RunStatus.IN_PROGRESS:
+        if run.status in RUN_ENDED:
             raise call.refusal(
                 TaskNotCancelableError(f"Task '{run.pk}' is {run.status}: it cannot be canceled")
             )
@@ -456,7 +458,7 @@ class A2AEndpointView(ProtocolView):
 
     def _followable(self, call: Call, agent_id: uuid.UUID) -> Following:
         run = self._run_of(call, agent_id, call.task_id)
-        if run.status != RunStatus.IN_PROGRESS:
+        if run.status in RUN_ENDED:
             # The specification's answer for a task in a terminal state: nothing to stream.
             raise call.refusal(
                 UnsupportedOperationError(
@@ -486,7 +488,10 @@ class A2AEndpointView(ProtocolView):
             error = InvalidRequestError(f"Invalid request: {exc.errors[0].msg}")
             raise call.refusal(error) from None
         try:
-            invocation = _open_run(request, message, agent.agent_type)
+            if call.returns_at_once:  # a background run; the client polls tasks/get
+                queued = _open_run(request, message, agent.agent_type, run_queue)
+                return _Started(call, queued=queued, context_id=context_id)
+            invocation = _open_run(request, message, agent.agent_type, invocation_start)
         except A2AError as error:
             raise call.refusal(error) from None
         return _Started(call, invocation=invocation, context_id=context_id)
@@ -495,13 +500,13 @@ class A2AEndpointView(ProtocolView):
 
     async def _run(self, started: _Started) -> HttpResponseBase:
         call, invocation = started.call, started.invocation
-        assert invocation is not None
         assert call.message is not None
+        if started.queued is not None:  # a worker runs it; the client polls tasks/get
+            tasks = TaskEncoder(str(started.queued), started.context_id, call.message)
+            body = response(call.request_id, send_result(tasks.submitted(), call.dialect))
+            return _json(body, {"X-Run-Id": str(started.queued)})
+        assert invocation is not None
         tasks = TaskEncoder(str(invocation.run_id), started.context_id, call.message)
-        if call.returns_at_once:  # the process runs it; the client polls tasks/get (or cancels)
-            run_detached(invocation)
-            body = response(call.request_id, send_result(tasks.working(), call.dialect))
-            return _json(body, run_headers(invocation))
         if call.method is Method.STREAM:
             encoder = SseEncoder(tasks, call.request_id, call.dialect)
             keepalive = (KEEPALIVE_SECONDS, KEEPALIVE)
@@ -512,12 +517,12 @@ class A2AEndpointView(ProtocolView):
         return _json(body, run_headers(invocation))
 
     async def _cancel(self, call: Call, run: Run) -> HttpResponseBase:
-        if not await in_db(run_cancel)(run_id=run.pk, by=self.request.user):
+        if not await in_db(run_stop)(run_id=run.pk, by=self.request.user):
             raise call.refusal(  # it ended since it was read
                 TaskNotCancelableError(f"Task '{run.pk}' has ended: it cannot be canceled")
             )
         deadline = time.monotonic() + CANCEL_WAIT_SECONDS
-        while (ended := await in_db(Run.objects.get)(pk=run.pk)).status == RunStatus.IN_PROGRESS:
+        while (ended := await in_db(Run.objects.get)(pk=run.pk)).status not in RUN_ENDED:
             if time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.05)
@@ -539,8 +544,11 @@ def _body(request: Request) -> bytes:
     return raw
 
 
-def _open_run(request: RunRequest, message: pb.Message, agent_type: str) -> Invocation:
-    """Start the run of `message`; raises A2AError for what the message got wrong."""
+def _open_run(
+    request: RunRequest, message: pb.Message, agent_type: str, start: Callable[[RunRequest], T]
+) -> T:
+    """Start the run of `message` with `start` (now, or queued); raises A2AError for what
+    the message got wrong."""
     locate: Callable[[tuple[str | int, ...]], Path]
     if agent_type == "task":
         inputs = task_inputs(message)
@@ -551,7 +559,7 @@ def _open_run(request: RunRequest, message: pb.Message, agent_type: str) -> Invo
         locate = lambda loc: loc if loc[: len(PARTS)] == PARTS else PARTS  # noqa: E731
         request = replace(request, messages=chat_messages(message))
     try:
-        return invocation_start(request)
+        return start(request)
     except Invalid as exc:
         files = [e for e in exc.errors if len(e.loc) > len(PARTS) and e.loc[: len(PARTS)] == PARTS]
         if files and len(files) == len(exc.errors):  # the model reads no such file

@@ -11,6 +11,10 @@ from agentbuilder.wire import CamelModel
 from agents.llm.base import Attachment, Message
 from agents.protocols.attachments import from_base64, from_text
 
+BACKGROUND = (
+    "Answer 202 at once with the run `queued`; a worker runs it. Follow it with "
+    "GET /v1/runs/{id}/events, read it with GET /v1/runs/{id}."
+)
 # Qualifies this module's classes in the OpenAPI document where another shares a name.
 SCHEMA_PREFIX = "Invoke"
 
@@ -75,11 +79,13 @@ class InvokeRequest(CamelModel):
     reranker_top_n: int | None = Field(None, ge=1, le=100)
     adjacent_chunk_range: int | None = Field(None, ge=0, le=10)
     adjacent_chunk_merge: StrictBool | None = None
+    background: StrictBool = Field(False, description=BACKGROUND)
 
 
 class InvokeTaskRequest(CamelModel):
     inputs: dict[str, Any]
     guardrails: list[str] = Field(default_factory=list, max_length=20)
+    background: StrictBool = Field(False, description=BACKGROUND)
 
 
 def runtime_messages(body: InvokeRequest) -> tuple[Message, ...]:

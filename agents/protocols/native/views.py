@@ -7,6 +7,7 @@ and written after it ends, never while the model is talking.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -24,7 +25,8 @@ from agents.protocols.native.encoder import (
 )
 from agents.protocols.native.errors import error_body, failure_status
 from agents.protocols.native.request import InvokeRequest, InvokeTaskRequest, runtime_messages
-from agents.protocols.views import ProtocolView, run_headers, streamed
+from agents.protocols.views import QUEUED_DOC, ProtocolView, queued, run_headers, streamed
+from agents.runs.background import run_queue
 from agents.runs.request import CHAT_TYPES, TASK_TYPES
 from agents.runs.start import Invocation, invocation_start
 from agents.runs.stream import collected_events
@@ -39,38 +41,44 @@ class _InvokeBase(ProtocolView):
     stream = False
     checks_in_first_hop = True
 
-    async def start(self, agent_id: str, version_id: str) -> Invocation:
+    async def start(self, agent_id: str, version_id: str) -> Invocation | uuid.UUID:
         return await self.checked(self._start)(agent_id, version_id)
 
-    def _start(self, agent_id: str, version_ref: str) -> Invocation:
+    def _start(self, agent_id: str, version_ref: str) -> Invocation | uuid.UUID:
+        """The run opened, or queued (its id) for a `background` body."""
+        body: InvokeRequest | InvokeTaskRequest
         if self.agent_types == TASK_TYPES:
-            task = self.body(InvokeTaskRequest)
+            body = self.body(InvokeTaskRequest)
             request = self.run_request(
                 agent_id,
                 version_ref,
                 agent_types=self.agent_types,
-                inputs=task.inputs,
-                guardrails=tuple(task.guardrails),
+                inputs=body.inputs,
+                guardrails=tuple(body.guardrails),
             )
         else:
-            chat = self.body(InvokeRequest)
-            messages = runtime_messages(chat)
+            body = self.body(InvokeRequest)
+            messages = runtime_messages(body)
             request = self.run_request(
                 agent_id,
                 version_ref,
                 agent_types=self.agent_types,
                 messages=messages,
-                guardrails=tuple(chat.guardrails),
-                thread_id=chat.thread_id or "",
+                guardrails=tuple(body.guardrails),
+                thread_id=body.thread_id or "",
                 # Field names, not the wire's camelCase: retrieval.rag.OVERRIDES names them so.
-                rag_overrides=chat.model_dump(
+                rag_overrides=body.model_dump(
                     include=set(RAG_OVERRIDES), exclude_none=True, by_alias=False
                 ),
             )
+        if body.background:
+            return run_queue(request)
         return invocation_start(request)
 
     async def answer(self, agent_id: str, version_id: str) -> Any:
         invocation = await self.start(agent_id, version_id)
+        if isinstance(invocation, uuid.UUID):
+            return queued(invocation)
         if self.stream:
             encoder = NdjsonEncoder()
             return streamed(invocation, encoder.frames, "text/plain; charset=utf-8")
@@ -109,7 +117,7 @@ class InvokeView(_InvokeBase):
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT, CALL_DEPTH],
         request=InvokeRequest,
         examples=[QUESTION],
-        responses={200: InvokeAnswer},
+        responses={200: InvokeAnswer, **QUEUED_DOC},
         tags=["invoke"],
     )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:
@@ -124,7 +132,7 @@ class InvokeStreamView(_InvokeBase):
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT, CALL_DEPTH],
         request=InvokeRequest,
         examples=[QUESTION],
-        responses=STREAM_DOC,
+        responses={**STREAM_DOC, **QUEUED_DOC},
         tags=["invoke"],
     )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:
@@ -140,7 +148,7 @@ class InvokeTaskView(_InvokeBase):
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT, CALL_DEPTH],
         request=InvokeTaskRequest,
         examples=[TASK_INPUTS],
-        responses={200: InvokeResponse},
+        responses={200: InvokeResponse, **QUEUED_DOC},
         tags=["invoke"],
     )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:
@@ -155,7 +163,7 @@ class InvokeTaskStreamView(InvokeTaskView):
         parameters=[AGENT_ID, VERSION_ID, ENVIRONMENT, CALL_DEPTH],
         request=InvokeTaskRequest,
         examples=[TASK_INPUTS],
-        responses=STREAM_DOC,
+        responses={**STREAM_DOC, **QUEUED_DOC},
         tags=["invoke"],
     )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:

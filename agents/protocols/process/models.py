@@ -170,6 +170,8 @@ class AgentRequest(BaseRequest):
     tools: list[Tool | dict[str, Any]] | None = None
     session_id: str | None = Field(None, min_length=1, max_length=100)
     response_id: str | None = None
+    # The platform's, beyond the document: a background run (docs/api.md#background-runs).
+    background: StrictBool = False
 
 
 # ---------------------------------------------------------------- 6. responses

@@ -8,6 +8,7 @@ one response object. Every error leaves in the protocol's style, a response with
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.http import StreamingHttpResponse
@@ -27,7 +28,8 @@ from agents.protocols.process.errors import (
 )
 from agents.protocols.process.models import AgentResponse, StreamObject
 from agents.protocols.process.request import AgentRequest, runtime_messages
-from agents.protocols.views import ProtocolView, run_headers, streamed
+from agents.protocols.views import QUEUED_DOC, ProtocolView, queued, run_headers, streamed
+from agents.runs.background import run_queue
 from agents.runs.start import Invocation, invocation_start
 from agents.runs.stream import collected_events
 from agents.runtime.events import ResponseFailed
@@ -68,21 +70,28 @@ class ProcessView(ProtocolView):
                 "With `stream: false`, one response object.",
             ),
             (200, "application/json"): AgentResponse,
+            **QUEUED_DOC,
         },
         tags=["invoke"],
     )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:
         body, invocation = await in_db(self._start)(agentId, versionId)
+        if isinstance(invocation, uuid.UUID):
+            return queued(invocation)
         if body.stream:
             return _stream(invocation, body.session_id)
         return await _collect(invocation, body.session_id)
 
-    def _start(self, agent_id: str, version_ref: str) -> tuple[AgentRequest, Invocation]:
+    def _start(
+        self, agent_id: str, version_ref: str
+    ) -> tuple[AgentRequest, Invocation | uuid.UUID]:
         body = self.body(AgentRequest)
         messages = runtime_messages(body)
         request = self.run_request(
             agent_id, version_ref, messages=messages, thread_id=body.session_id or ""
         )
+        if body.background:
+            return body, run_queue(request)
         return body, invocation_start(request)
 
     def handle_exception(self, exc: Exception) -> Response:

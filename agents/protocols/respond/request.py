@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from agentbuilder.errors import ErrorItem, Invalid, Loc
 from agents.llm.base import Message, ToolCallPart
@@ -84,6 +84,8 @@ class AgentRequest(BaseModel):
 
     messages: list[ChatMessage] = Field(min_length=1, max_length=1000)
     metadata: AgentRequestMetadata | None = None
+    # The platform's, beyond the contract: a background run (docs/api.md#background-runs).
+    background: StrictBool = False
 
 
 def history_messages(request: AgentRequest) -> tuple[Message, ...]:

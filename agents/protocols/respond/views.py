@@ -7,6 +7,7 @@ tool calls, tool results, the final reply) with model, provider, usage and metad
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, extend_schema
@@ -22,7 +23,8 @@ from agents.api.views import AGENT_ID, CALL_DEPTH, VERSION_ID
 from agents.protocols.native.errors import error_body, failure_status
 from agents.protocols.respond.encoder import AgentResponse, TurnEncoder
 from agents.protocols.respond.request import AgentRequest, history_messages
-from agents.protocols.views import ProtocolView, run_headers
+from agents.protocols.views import QUEUED_DOC, ProtocolView, queued, run_headers
+from agents.runs.background import run_queue
 from agents.runs.start import Invocation, invocation_start
 from agents.runs.stream import collected_events
 
@@ -45,12 +47,14 @@ class RespondView(ProtocolView):
                 request_only=True,
             )
         ],
-        responses={200: AgentResponse},
+        responses={200: AgentResponse, **QUEUED_DOC},
         tags=["invoke"],
         summary="All messages of one turn (agent HTTP contract)",
     )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:
         body, start = await in_db(self._start)(agentId, versionId)
+        if isinstance(start, uuid.UUID):
+            return queued(start)
         encoder = TurnEncoder()
         for event in await collected_events(start):
             encoder.encode(event)
@@ -67,11 +71,13 @@ class RespondView(ProtocolView):
         )
         return Response(_dump(answer), headers=headers)
 
-    def _start(self, agent_id: str, version_id: str) -> tuple[AgentRequest, Invocation]:
+    def _start(self, agent_id: str, version_id: str) -> tuple[AgentRequest, Invocation | uuid.UUID]:
         body = self.body(AgentRequest)
         messages = history_messages(body)
-        invocation = invocation_start(self.run_request(agent_id, version_id, messages=messages))
-        return body, invocation
+        request = self.run_request(agent_id, version_id, messages=messages)
+        if body.background:
+            return body, run_queue(request)
+        return body, invocation_start(request)
 
 
 def _dump(answer: AgentResponse) -> dict[str, Any]:

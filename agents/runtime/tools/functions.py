@@ -91,6 +91,8 @@ def current_time(timezone: str = "UTC") -> str:
     """Return the current date and time in ISO 8601 for an IANA time zone such as Europe/Paris."""
     try:
         zone = ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    # OSError: with the `tzdata` package installed, a key too long for a file name fails
+    # opening it rather than finding nothing.
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
         raise ValueError(f"unknown time zone {timezone!r}") from exc
     return datetime.now(UTC).astimezone(zone).isoformat(timespec="seconds")

@@ -2,7 +2,8 @@
 docs/api.md#a2a): against the platform in real uvicorn processes on one test database
 (tests/live.py), driven by the `a2a-sdk` client, the model a fake OpenAI server.
 
-- Non-blocking A2A sends run to their end, owned by the process (agents.runs.detached).
+- Non-blocking A2A sends are background runs: without a broker, the server's runner
+  (agents.runs.detached) takes them and runs them to their end.
 - A run whose consuming loop stalls, or whose end cannot be written, while its process
   lives, is closed `interrupted` by that process's own sweep: its lease is renewed only
   while the code running it beats (agents.runs.live).
@@ -154,7 +155,8 @@ def test_twenty_non_blocking_sends_all_run_to_their_end_and_keep_their_events(
         results = asyncio.run(twenty(server.port))
         log = server.output()
 
-    assert [first.status.state for first, _, _ in results] == [pb.TASK_STATE_WORKING] * 20
+    # Background runs: queued for the server's runner (no broker), which takes them.
+    assert [first.status.state for first, _, _ in results] == [pb.TASK_STATE_SUBMITTED] * 20
     assert [last.status.state for _, last, _ in results] == [pb.TASK_STATE_COMPLETED] * 20
     assert {answer(last) for _, last, _ in results} == {"Fifteen, as asked."}
     runs = Run.objects.filter(agent=counter)

@@ -87,12 +87,13 @@ async function clientOf(at, clientConfig = undefined) {
   return new ClientFactory({ transports, cardResolver, clientConfig }).createFromUrl(at);
 }
 
-// Poll with getTask until the task is no longer working (or the bound runs out).
+// Poll with getTask until the task is no longer submitted or working (or the bound runs out).
 async function pollToItsEnd(polling, started) {
   let task = started;
   let polls = 0;
   const deadline = Date.now() + PATIENCE_MS;
-  while (task.status.state === TaskState.TASK_STATE_WORKING && Date.now() < deadline) {
+  const live = [TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING];
+  while (live.includes(task.status.state) && Date.now() < deadline) {
     await sleep(100);
     task = await polling.getTask({ tenant: "", id: started.id, historyLength: undefined });
     polls += 1;
@@ -137,7 +138,7 @@ for (let index = 0; index < tasks; index++) {
 out.sent = sent;
 
 // ---------------------------------------------------------------- subscribed from a second client
-// A non-blocking send to the slow agent answers with the working task; a second client
+// A non-blocking send to the slow agent answers with the submitted task; a second client
 // (its own fetch and transport, as another process's would be) subscribes to it and reads
 // its updates to the end, assembling the answer as the encoder documents it: the opening
 // task's artifact, then each artifact update appended (`append`) or replacing it.
@@ -167,7 +168,7 @@ out.subscribed = subscribed;
 const pollingFactory = new ClientFactory({
   transports,
   cardResolver: resolver,
-  clientConfig: { polling: true }, // returnImmediately: the working task at once
+  clientConfig: { polling: true }, // returnImmediately: the submitted task at once
 });
 const polling = await pollingFactory.createFromUrl(base);
 out.polled = await Promise.all(

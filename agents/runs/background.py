@@ -1,0 +1,180 @@
+"""Background runs (docs/api.md#background-runs): a call that answers 202 at once with its
+run `queued`, which a worker then takes, runs and records as any run.
+
+- **Queue.** `run_queue` checks the call as a streamed one is checked (the same refusals,
+  before anything is queued), inserts the run `queued` with its request on its row, and
+  hands it over: to a Celery worker through the broker when CELERY_BROKER_URL is set
+  (agents.tasks), else to this process's runner (agents.runs.detached), which stands in for
+  the workers in the embedded mode.
+- **Claim.** Whoever takes the run first claims it (`queued` → `in_progress`, leased by its
+  process from then on, as every live run); a second delivery of its message finds it
+  claimed and does nothing, so handing a run over twice is always safe.
+- **Lease of the queue.** A queued run holds no process, but its message may be lost (a
+  broker restarted without persistence, a worker killed between taking the message and
+  claiming the run, the embedded server stopped). The queue's sweep, in every live
+  process, hands over again each queued run unclaimed after RUN_QUEUE_LEASE_SECONDS, and
+  fails `not_started` one still unclaimed after RUN_QUEUE_TIMEOUT_SECONDS: a queued run is
+  run or closed, never left.
+- **After the claim** a run is like any other: a killed worker's run is closed `failed`
+  (`interrupted`) by the lease sweep and not run again, since its tools may have acted.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from concurrent.futures import Future
+from datetime import timedelta
+
+from celery import current_app
+from django.conf import settings
+from django.db import transaction
+from django.db.models.functions import Now
+
+from agentbuilder import liveness
+from agentbuilder.errors import DomainError, Invalid
+from agentbuilder.users import User
+from agents.models import Environment, Run, RunStatus
+from agents.runs import detached, leases
+from agents.runs.live import run_cancel
+from agents.runs.request import RunRequest, request_from_json
+from agents.runs.start import Invocation, invocation_claimed, invocation_queue, queue_lease_expiry
+from agents.runtime.failures import FailureCode
+
+logger = logging.getLogger(__name__)
+
+TASK = "agents.run_queued"
+QUEUE = "queued-runs"
+NOT_STARTED = {
+    "code": FailureCode.NOT_STARTED.value,
+    "message": "no worker took this background run within RUN_QUEUE_TIMEOUT_SECONDS",
+}
+ORPHANED = {
+    "code": FailureCode.INVALID_REQUEST.value,
+    "message": "the run's caller was deleted before it started",
+}
+# A sweep hands over at most so many runs a pass: a lost queue of thousands comes back over
+# a few passes rather than in one burst of messages.
+REQUEUE_BATCH = 500
+
+
+def register() -> None:
+    liveness.register(QUEUE, renew=lambda held: None, sweep=queue_sweep)
+
+
+def run_queue(request: RunRequest) -> uuid.UUID:
+    """Check the call (raising as `invocation_start` does), queue its run and hand it to a
+    worker. The run's id; the run is `queued` and nothing of it has run."""
+    run_id = invocation_queue(request)
+    hand_over(run_id)
+    return run_id
+
+
+def hand_over(run_id: uuid.UUID) -> None:
+    """Send the run to a worker, or to this process's runner without a broker. A broker that
+    cannot take it now leaves it to the queue's sweep."""
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        detached.runner().submit(run_id, lambda: run_claim(run_id))
+        return
+    try:
+        current_app.send_task(TASK, args=[str(run_id)])
+    except Exception:
+        logger.warning("run %s: the broker refused it; the queue's sweep retries", run_id)
+
+
+def run_here(run_id: uuid.UUID) -> Future[None]:
+    """A worker's part (agents.tasks): claim the run and run it to its end in this process's
+    runner; done when it is over."""
+    return detached.runner().submit(run_id, lambda: run_claim(run_id))
+
+
+def run_claim(run_id: uuid.UUID) -> Invocation | None:
+    """Take the queued run for this process: `in_progress` from now, its `started_at` now,
+    its invocation built from the request it kept. None when there is nothing to run:
+    another process took it, or it was canceled or closed while it waited."""
+    with transaction.atomic():
+        run = (
+            Run.objects.select_for_update(skip_locked=True, of=("self",))
+            .select_related("caller", "version")
+            .filter(pk=run_id, status=RunStatus.QUEUED)
+            .first()
+        )
+        if run is None:
+            return None
+        Run.objects.filter(pk=run_id).update(
+            status=RunStatus.IN_PROGRESS,
+            started_at=Now(),
+            lease_until=liveness.lease_expiry(),
+            request=None,
+        )
+    kept, run.request, run.status = run.request, None, RunStatus.IN_PROGRESS
+    if run.caller is None or kept is None:  # its caller was deleted while it waited
+        leases.runs_close(Run.objects.filter(pk=run_id), RunStatus.FAILED, ORPHANED)
+        return None
+    environment = Environment.objects.get(agents__pk=run.agent_id)
+    request = request_from_json(
+        kept,
+        user=run.caller,
+        environment=environment,
+        agent_id=run.agent_id,
+        version_ref=str(run.version.number),  # the version it resolved when queued
+    )
+    try:
+        return invocation_claimed(run, request)
+    except (DomainError, Invalid) as exc:  # the run is failed with the reason
+        logger.info("run %s could not start: %s", run_id, exc)
+        return None
+
+
+def run_stop(*, run_id: uuid.UUID, by: User) -> bool:
+    """Cancel the run wherever it is: closed `canceled` at once while it waits for a worker,
+    asked to stop where it runs once taken (agents.runs.live). False if it has ended."""
+    if run_cancel_queued(run_id):
+        logger.info("run %s: canceled by %s before it started", run_id, by)
+        return True
+    return run_cancel(run_id=run_id, by=by)
+
+
+def run_cancel_queued(run_id: uuid.UUID) -> bool:
+    """Close a run still waiting for a worker `canceled`: nothing of it ran, and no worker
+    will take it. False if it is not queued (taken since, or ended)."""
+    closed = Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
+        status=RunStatus.CANCELED,
+        completed_at=Now(),
+        latency_ms=0,
+        error={"code": FailureCode.CANCELED.value, "message": "canceled before it started"},
+        request=None,
+        lease_until=None,
+    )
+    return bool(closed)
+
+
+def queue_sweep() -> None:
+    """Fail the queued runs no worker took in time; hand over again those whose message may
+    be lost."""
+    timeout = timedelta(seconds=float(settings.RUN_QUEUE_TIMEOUT_SECONDS))
+    stale = Run.objects.filter(status=RunStatus.QUEUED, queued_at__lt=Now() - timeout)
+    failed = stale.update(
+        status=RunStatus.FAILED,
+        completed_at=Now(),
+        latency_ms=0,
+        error=NOT_STARTED,
+        request=None,
+        lease_until=None,
+    )
+    if failed:
+        logger.warning("%s background run(s) no worker took: failed (not_started)", failed)
+    with transaction.atomic():
+        # Locked and skipped: two processes sweeping at once hand over different runs.
+        lapsed = list(
+            Run.objects.select_for_update(skip_locked=True)
+            .filter(status=RunStatus.QUEUED, lease_until__lt=Now())
+            .order_by("queued_at")
+            .values_list("pk", flat=True)[:REQUEUE_BATCH]
+        )
+        if lapsed:
+            Run.objects.filter(pk__in=lapsed).update(lease_until=queue_lease_expiry())
+    for run_id in lapsed:
+        hand_over(run_id)
+    if lapsed:
+        logger.info("%s queued run(s) unclaimed past their lease: handed over again", len(lapsed))
