@@ -37,6 +37,8 @@ setup: $(VENV)/.installed
 # The lifespan on: at its start-up the server renews leases and sweeps the runs a killed
 # one left (agentbuilder.asgi), with no request to wait for. No proxy headers: nothing
 # stands in front of this server, so a caller's X-Forwarded-For must not become its address.
+# On SIGTERM the live runs have SHUTDOWN_GRACE_SECONDS to finish, then end `interrupted`
+# (agentbuilder.shutdown); uvicorn's own limit, 5 s later, cuts what else still streams.
 run: setup
 	@echo ""
 	@echo "  agentbuilder on http://localhost:$(PORT)"
@@ -45,6 +47,7 @@ run: setup
 	@echo "  Models:    LLM_OFFLINE=$$LLM_OFFLINE (true: the offline model answers every model id)"
 	@echo ""
 	exec $(BIN)/python -m uvicorn agentbuilder.asgi:application --lifespan on \
+		--timeout-graceful-shutdown $$(( $${SHUTDOWN_GRACE_SECONDS:-30} + 5 )) \
 		--no-proxy-headers --host $(HOST) --port $(PORT)
 
 # The A2A JavaScript SDK the suite runs with Node (tests/agents/protocols/a2a/test_js_sdk.py),

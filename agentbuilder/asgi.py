@@ -5,7 +5,7 @@ from django.conf import settings
 from django.core.asgi import get_asgi_application
 from django.core.signals import request_started
 
-from agentbuilder import asgi_mounts, beat, liveness
+from agentbuilder import asgi_mounts, beat, liveness, shutdown
 from agentbuilder.asgi_body import BodyLength
 from agentbuilder.request_threads import RequestThreads
 
@@ -24,10 +24,12 @@ async def lifespan(receive: Any, send: Any) -> None:
     of the one it replaced with no request to wake it. The lifespan runs in each serving
     process (after gunicorn's fork), never in a master whose connections workers would
     inherit. Django's handler has no lifespan of its own to run. Without a broker it also
-    runs Celery beat, which fires the schedules (agentbuilder.beat)."""
+    runs Celery beat, which fires the schedules (agentbuilder.beat). From start-up a SIGTERM
+    lets the live runs finish within SHUTDOWN_GRACE_SECONDS (agentbuilder.shutdown)."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
+            shutdown.watch_signals()  # the server's handlers are in place by now
             liveness.ensure_started()
             beat.ensure_started()
             await send({"type": "lifespan.startup.complete"})

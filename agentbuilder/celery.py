@@ -33,3 +33,13 @@ def _sweep_from_start_up_unforked(sender: Any = None, **kwargs: Any) -> None:
 
     if not isinstance(getattr(sender, "pool", None), Prefork):
         liveness.ensure_started()
+
+
+@signals.worker_shutting_down.connect
+def _grace_for_running_runs(**kwargs: Any) -> None:
+    """A warm shutdown waits for the running tasks, a background run's until the run ends:
+    past SHUTDOWN_GRACE_SECONDS its run is ended `interrupted` (agentbuilder.shutdown), and
+    the worker takes no more queued runs meanwhile."""
+    from agentbuilder import shutdown
+
+    shutdown.begin()

@@ -278,6 +278,10 @@ LIVENESS_THREAD = env.bool("LIVENESS_THREAD", default=True)
 # Celery worker, or without a broker by the web process: this many at once per process;
 # the others wait their turn, `queued` (agents.runs.detached).
 DETACHED_RUNS_CONCURRENCY = env.int("DETACHED_RUNS_CONCURRENCY", default=32)
+# On SIGTERM a server or worker lets its live runs go on this long, then ends the rest
+# `failed` / `interrupted` (agentbuilder.shutdown). Whole seconds: the Makefile gives
+# uvicorn this plus 5 as its own limit for the other streams (followers, MCP sessions).
+SHUTDOWN_GRACE_SECONDS = env.int("SHUTDOWN_GRACE_SECONDS", default=30)
 # A queued run no worker has claimed after this long is handed over again (its message
 # may be lost: a broker restarted without persistence), and failed `not_started` after
 # RUN_QUEUE_TIMEOUT_SECONDS (agents.runs.background).

@@ -6,13 +6,15 @@ class AgentsConfig(AppConfig):
     verbose_name = "Agents"
 
     def ready(self) -> None:
-        from agentbuilder import access, asgi_mounts
+        from agentbuilder import access, asgi_mounts, shutdown
         from agents.access.provider import DocumentAccess, EnvironmentAccess
-        from agents.runs import background, leases
+        from agents.runs import background, leases, live
         from agents.schedules import tasks  # noqa: F401 - registers the ticks' Celery task
         from retrieval import access as retrieval_access
 
         leases.register()
+        # A shutdown's grace over: the runs still running end interrupted, each stream told.
+        shutdown.on_grace_over(live.runs_interrupt)
         background.register()
         # The project package and the apps beside agents ask agentbuilder.access (retrieval
         # also retrieval.access); this app answers, so none of them imports agents.

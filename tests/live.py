@@ -135,11 +135,26 @@ class ServerProcess:
     test database, as `make run` serves it (lifespan on): a real process a test can
     kill -9. `env` adds to (or overrides) the environment; its output goes to `log`."""
 
-    def __init__(self, log: Path, **env: str) -> None:
+    def __init__(
+        self,
+        log: Path,
+        *,
+        listener: socket.socket | None = None,
+        uvicorn_args: tuple[str, ...] = (),
+        **env: str,
+    ) -> None:
+        """`listener`: a listening socket this server shares (`--fd`) with others, as
+        servers behind one port do; else a port of its own. `uvicorn_args` add to its
+        command line."""
         self.log = log
-        with socket.socket() as probe:  # a free port; uvicorn binds it a moment later
-            probe.bind(("127.0.0.1", 0))
-            self.port: int = probe.getsockname()[1]
+        if listener is not None:
+            self.port: int = listener.getsockname()[1]
+            where = ("--fd", str(listener.fileno()))
+        else:
+            with socket.socket() as probe:  # a free port; uvicorn binds it a moment later
+                probe.bind(("127.0.0.1", 0))
+                self.port = probe.getsockname()[1]
+            where = ("--host", "127.0.0.1", "--port", str(self.port))
         environment = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "tests.settings",
@@ -153,10 +168,11 @@ class ServerProcess:
             self.process = subprocess.Popen(  # noqa: S603 - a fixed argument list, no shell
                 [
                     sys.executable,
-                    *("-m", "uvicorn", "agentbuilder.asgi:application"),
-                    *("--host", "127.0.0.1", "--port", str(self.port)),
+                    *("-m", "uvicorn", "agentbuilder.asgi:application", *where),
                     *("--lifespan", "on", "--no-access-log", "--log-level", "warning"),
+                    *uvicorn_args,
                 ],
+                pass_fds=() if listener is None else (listener.fileno(),),
                 cwd=ROOT,
                 env=environment,
                 stdout=out,

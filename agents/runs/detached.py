@@ -8,7 +8,9 @@ has exited"). Here a run is consumed in the runner: one thread with an event loo
 own, in which each run is taken and consumed to its end by a task started in a fresh
 context, with a database thread of the runner's (docs/architecture.md#decisions: in the
 embedded mode a thread pool stands in for the workers). At most DETACHED_RUNS_CONCURRENCY
-run at once; the others wait their turn, still `queued` and cancelable as such.
+run at once; the others wait their turn, still `queued` and cancelable as such. Once the
+process is shutting down (agentbuilder.shutdown) it takes none of them: they stay queued,
+and a live process's queue sweep hands them over again (agents.runs.background).
 
 Whatever ends a run, it is recorded by the one recorded path (agents.runs.stream): its end,
 `canceled` by a cancel, `failed` when it breaks; and if its task dies or its loop hangs,
@@ -30,6 +32,7 @@ from contextlib import aclosing
 from asgiref.sync import ThreadSensitiveContext
 from django.conf import settings
 
+from agentbuilder import shutdown
 from agentbuilder.db import in_db
 from agents.runs.start import Invocation
 from agents.runs.stream import recorded_events
@@ -95,6 +98,8 @@ class Runner:
         try:
             executor = await self.slots.get()
             try:
+                if shutdown.stopping():  # left queued: another process takes it
+                    return
                 async with ThreadSensitiveContext(executor=executor):
                     invocation = await in_db(claim)()
                     if invocation is not None:

@@ -61,12 +61,15 @@ class LiveRun:
     vouched for here."""
 
     def __init__(
-        self, run_id: uuid.UUID, loop: asyncio.AbstractEventLoop, on_cancel: Callable[[], None]
+        self,
+        run_id: uuid.UUID,
+        loop: asyncio.AbstractEventLoop,
+        on_cancel: Callable[[], None],
+        on_interrupt: Callable[[], None] | None = None,
     ) -> None:
         self.run_id, self.loop = run_id, loop
-        self._on_cancel: Callable[[], Callable[[], None] | None] = (
-            weakref.WeakMethod(on_cancel) if inspect.ismethod(on_cancel) else lambda: on_cancel
-        )
+        self._on_cancel = _held(on_cancel)
+        self._on_interrupt = _held(on_interrupt or on_cancel)
         self.beat = time.monotonic()
         self.canceling = False
         self._timer: asyncio.TimerHandle | None = None
@@ -100,6 +103,25 @@ class LiveRun:
         with contextlib.suppress(RuntimeError):
             self.loop.call_soon_threadsafe(self.cancel)
 
+    def interrupt(self) -> None:
+        """In the run's loop: end it `interrupted` (its process is shutting down), once."""
+        on_interrupt = self._on_interrupt()
+        if self.canceling or on_interrupt is None:
+            return
+        self.canceling = True
+        on_interrupt()
+
+    def interrupt_threadsafe(self) -> None:
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self.interrupt)
+
+
+def _held(callback: Callable[[], None]) -> Callable[[], Callable[[], None] | None]:
+    # A bound method weakly (see LiveRun), anything else as it is.
+    if inspect.ismethod(callback):
+        return weakref.WeakMethod(callback)
+    return lambda: callback
+
 
 _live: dict[uuid.UUID, LiveRun] = {}
 _lock = threading.Lock()
@@ -107,12 +129,16 @@ _wake = threading.Event()
 _watcher: threading.Thread | None = None
 
 
-def run_live(run_id: uuid.UUID, on_cancel: Callable[[], None]) -> LiveRun:
+def run_live(
+    run_id: uuid.UUID,
+    on_cancel: Callable[[], None],
+    on_interrupt: Callable[[], None] | None = None,
+) -> LiveRun:
     """The run is consumed on this loop from now on: beat for it while the loop runs, and
-    call `on_cancel` (in this loop) when the run is to be canceled. A later call for the
-    same run (the consumer that takes over from the one that queued it) replaces the
-    earlier."""
-    live = LiveRun(run_id, asyncio.get_running_loop(), on_cancel)
+    call `on_cancel` (in this loop) when the run is to be canceled, `on_interrupt` when its
+    process shuts down (`runs_interrupt`). A later call for the same run (the consumer that
+    takes over from the one that queued it) replaces the earlier."""
+    live = LiveRun(run_id, asyncio.get_running_loop(), on_cancel, on_interrupt)
     with _lock:
         before = _live.get(run_id)
         _live[run_id] = live
@@ -167,6 +193,18 @@ def run_cancel(*, run_id: uuid.UUID, by: User) -> bool:
     if live is not None:
         live.cancel_threadsafe()
     return True
+
+
+def runs_interrupt() -> int:
+    """End every run this process runs `failed` / `interrupted`: its shutdown's grace is
+    over (agentbuilder.shutdown). How many were asked."""
+    with _lock:
+        running = list(_live.values())
+    for live in running:
+        live.interrupt_threadsafe()
+    if running:
+        logger.warning("shutting down: %s run(s) still running end interrupted", len(running))
+    return len(running)
 
 
 # ---------------------------------------------------------------- the watcher

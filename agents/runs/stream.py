@@ -37,6 +37,8 @@ CLIENT_GONE = (asyncio.CancelledError, GeneratorExit, OSError)
 PROCESS_EXIT = (KeyboardInterrupt, SystemExit)
 # What the consumer of a canceled run gets last (not recorded: the run's status says it).
 CANCELED = ResponseFailed(FailureCode.CANCELED, "the run was canceled")
+# What a run still running when its process's shutdown grace is over ends with, recorded.
+SHUT_DOWN = "the server shut down before the run finished (SHUTDOWN_GRACE_SECONDS)"
 
 
 class RecordedEvents:
@@ -49,13 +51,16 @@ class RecordedEvents:
     A cancel (`run_cancel`, from any process) stops the run where it waits, as a client
     hanging up does, and the run is recorded `canceled`; the consumer then gets one last
     event, CANCELED (a failure with code `canceled`, not recorded: the run's status says
-    it), `canceled` is set, and the events end."""
+    it), `canceled` is set, and the events end. A shutdown whose grace is over
+    (agentbuilder.shutdown) stops it the same way, but the run is recorded `failed` /
+    `interrupted` and that failure is the consumer's last event."""
 
     def __init__(self, invocation: Invocation) -> None:
         self.invocation = invocation
         self.broken_by: BaseException | None = None
         self.canceled = False  # by run_cancel; the run is recorded so once iteration ends
         self._cancel_requested = False
+        self._interrupted: ResponseFailed | None = None  # by a shutdown, recorded so
         self._waiting: asyncio.Task[object] | None = None  # the consumer, inside __anext__
         self._over = False
         self._recorder: RunRecorder | None = None
@@ -76,11 +81,22 @@ class RecordedEvents:
         except asyncio.CancelledError:
             # Ours (run_cancel) unless someone else canceled the consumer as well.
             if self._cancel_requested and task is not None and task.uncancel() == 0:
-                self.canceled = self._over = True
+                self._over = True
+                if self._interrupted is not None:
+                    return self._interrupted
+                self.canceled = True
                 return CANCELED
             raise
         finally:
             self._waiting = None
+
+    def _interrupt(self) -> None:
+        """The process's shutdown grace is over (in the run's loop): stop it as a cancel
+        does, recorded `failed` / `interrupted`."""
+        if self._cancel_requested or self._recorder is None:
+            return
+        self._interrupted = ResponseFailed(FailureCode.INTERRUPTED, SHUT_DOWN)
+        self._cancel()
 
     def _cancel(self) -> None:
         """A cancel reached the run (in its loop): stop it where it waits, unless it has
@@ -104,7 +120,7 @@ class RecordedEvents:
     async def _recorded(self) -> AsyncGenerator[Event, None]:
         invocation = self.invocation
         recorder = self._recorder = RunRecorder(invocation)
-        running = live.run_live(invocation.run_id, self._cancel)
+        running = live.run_live(invocation.run_id, self._cancel, self._interrupt)
         canceled = False
         try:
             broken: ResponseFailed | None = None
@@ -134,7 +150,9 @@ class RecordedEvents:
             if broken is not None:  # yielded outside the except: no exception context
                 yield broken
         except CLIENT_GONE:
-            if self.broken_by is None:
+            if self._interrupted is not None:
+                recorder.broke(self._interrupted.code, self._interrupted.message)
+            elif self.broken_by is None:
                 canceled = True
             else:
                 failure = self.broken_by

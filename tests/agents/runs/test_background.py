@@ -11,6 +11,7 @@ deadlines are only how long a loaded machine may take.
 from __future__ import annotations
 
 import shutil
+import signal
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -32,7 +33,7 @@ from agents.runs.event_codec import event_from_json
 from agents.runs.request import RunRequest
 from agents.runs.start import invocation_queue
 from agents.runs.stream import collected_events
-from agents.runtime.events import ResponseCompleted, ResponseCreated
+from agents.runtime.events import ResponseCompleted, ResponseCreated, ResponseFailed
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Turn
 from tests.live import (  # noqa: F401 (the fixtures counter, model, not_sweeping_here, token)
@@ -337,3 +338,30 @@ def test_runs_queued_while_the_broker_restarts_are_none_lost(
 
     assert [r.status for r in finished] == ["completed"] * 10
     assert len(model.bodies) == 10  # each ran once
+
+
+@pytest.mark.usefixtures("not_sweeping_here")
+def test_a_worker_sent_sigterm_ends_its_run_interrupted_after_the_grace_and_exits(
+    model: FakeOpenAI, counter: Agent, token: str, tmp_path: Path
+) -> None:
+    model.fallback = Turn(text=["Counting: "], hang=600)  # the run never ends by itself
+    with (
+        broker(tmp_path) as url,
+        server_on(model, tmp_path / "server.log", CELERY_BROKER_URL=url) as server,
+    ):
+        process = worker(url, tmp_path / "worker.log", model, SHUTDOWN_GRACE_SECONDS="3")
+        try:
+            [run_id] = post_background(server.port, token, counter, 1)
+            deadline = time.monotonic() + PATIENCE
+            while not model.bodies:  # the worker's run is waiting on the model
+                assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
+                time.sleep(0.05)
+            process.send_signal(signal.SIGTERM)  # Celery's warm shutdown
+            exit_code = process.wait(PATIENCE)  # by itself, once its run has ended
+        finally:
+            stop(process)
+        run = Run.objects.get(pk=run_id)
+
+    assert exit_code == 0, (tmp_path / "worker.log").read_text()
+    assert (run.status, run.error["code"]) == ("failed", "interrupted")
+    assert isinstance(events_of(run_id)[-1], ResponseFailed)
