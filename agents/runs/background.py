@@ -142,7 +142,6 @@ def run_cancel_queued(run_id: uuid.UUID) -> bool:
         status=RunStatus.CANCELED,
         completed_at=Now(),
         latency_ms=0,
-        error={"code": FailureCode.CANCELED.value, "message": "canceled before it started"},
         request=None,
         lease_until=None,
     )

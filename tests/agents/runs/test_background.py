@@ -191,7 +191,8 @@ def test_a_queued_run_is_canceled_at_once_and_no_worker_runs_it_after(
     assert again.status_code == 409
     assert background.run_claim(run_id) is None  # its message, delivered late: nothing runs
     run = Run.objects.get(pk=run_id)
-    assert (run.status, run.error["code"], run.request) == ("canceled", "canceled", None)
+    assert (run.status, run.error, run.request) == ("canceled", None, None)
+    assert run.latency_ms == 0  # nothing ran
     assert not RunEvent.objects.filter(run_id=run_id).exists()
 
 
@@ -365,3 +366,31 @@ def test_a_worker_sent_sigterm_ends_its_run_interrupted_after_the_grace_and_exit
     assert exit_code == 0, (tmp_path / "worker.log").read_text()
     assert (run.status, run.error["code"]) == ("failed", "interrupted")
     assert isinstance(events_of(run_id)[-1], ResponseFailed)
+
+
+@pytest.mark.usefixtures("not_sweeping_here")
+def test_a_run_on_a_celery_worker_is_canceled_through_the_server(
+    model: FakeOpenAI, counter: Agent, token: str, tmp_path: Path
+) -> None:
+    model.fallback = Turn(text=["Counting: "], hang=600)  # the run never ends by itself
+    with (
+        broker(tmp_path) as url,
+        server_on(model, tmp_path / "server.log", CELERY_BROKER_URL=url) as server,
+    ):
+        process = worker(url, tmp_path / "worker.log", model)
+        try:
+            [run_id] = post_background(server.port, token, counter, 1)
+            deadline = time.monotonic() + PATIENCE
+            while not model.bodies:  # the worker's run is waiting on the model
+                assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
+                time.sleep(0.05)
+            with httpx.Client(headers={"Authorization": f"Bearer {token}"}) as http:
+                asked = http.post(f"http://127.0.0.1:{server.port}/v1/runs/{run_id}/cancel")
+            run = ended(run_id)  # the worker's watcher sees the flag and stops the run
+        finally:
+            stop(process)
+
+    assert asked.status_code == 202, asked.text
+    assert asked.json()["status"] == "in_progress"  # as it stood: the worker ends it
+    assert (run.status, run.error) == ("canceled", None)  # as every canceled run
+    assert run.completed_at is not None
