@@ -255,6 +255,14 @@ def worker(url: str, log: Path, model: FakeOpenAI, **env: str) -> Any:
     return start_worker(url, log, pool="threads", **{**fake, "LIVENESS_THREAD": "true", **env})
 
 
+def on_the_model(model: FakeOpenAI, log: Path) -> None:
+    """Wait until the worker's run is waiting on the model."""
+    deadline = time.monotonic() + PATIENCE
+    while not model.bodies:
+        assert time.monotonic() < deadline, log.read_text(errors="replace")
+        time.sleep(0.05)
+
+
 def post_background(port: int, token: str, agent: Agent, count: int) -> list[str]:
     url = f"http://127.0.0.1:{port}/v1/agents/{agent.pk}/versions/latest/invoke"
     with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
@@ -301,10 +309,7 @@ def test_a_worker_killed_mid_run_leaves_its_run_failed_interrupted_never_run_aga
     ):
         process = worker(url, tmp_path / "worker.log", model, **liveness)
         [run_id] = post_background(server.port, token, counter, 1)
-        deadline = time.monotonic() + PATIENCE
-        while not model.bodies:  # the worker's run is waiting on the model
-            assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
-            time.sleep(0.05)
+        on_the_model(model, tmp_path / "worker.log")
         process.kill()  # SIGKILL: no shutdown, no clean-up
         process.wait()
         run = ended(run_id)  # by the server's lease sweep
@@ -353,10 +358,7 @@ def test_a_worker_sent_sigterm_ends_its_run_interrupted_after_the_grace_and_exit
         process = worker(url, tmp_path / "worker.log", model, SHUTDOWN_GRACE_SECONDS="3")
         try:
             [run_id] = post_background(server.port, token, counter, 1)
-            deadline = time.monotonic() + PATIENCE
-            while not model.bodies:  # the worker's run is waiting on the model
-                assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
-                time.sleep(0.05)
+            on_the_model(model, tmp_path / "worker.log")
             process.send_signal(signal.SIGTERM)  # Celery's warm shutdown
             exit_code = process.wait(PATIENCE)  # by itself, once its run has ended
         finally:
@@ -380,10 +382,7 @@ def test_a_run_on_a_celery_worker_is_canceled_through_the_server(
         process = worker(url, tmp_path / "worker.log", model)
         try:
             [run_id] = post_background(server.port, token, counter, 1)
-            deadline = time.monotonic() + PATIENCE
-            while not model.bodies:  # the worker's run is waiting on the model
-                assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
-                time.sleep(0.05)
+            on_the_model(model, tmp_path / "worker.log")
             with httpx.Client(headers={"Authorization": f"Bearer {token}"}) as http:
                 asked = http.post(f"http://127.0.0.1:{server.port}/v1/runs/{run_id}/cancel")
             run = ended(run_id)  # the worker's watcher sees the flag and stops the run
