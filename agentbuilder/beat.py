@@ -60,6 +60,9 @@ def _run() -> None:
     from agentbuilder.celery import app
 
     app.set_current()
+    # The apps' task modules, as a worker imports them: beat runs a task it knows (eagerly,
+    # here) and would only send one it does not, to a broker there is none of.
+    app.loader.import_default_modules()
     while not _stopping.is_set():
         service = Service(app, max_interval=MAX_INTERVAL, scheduler_cls=app.conf.beat_scheduler)
         with _lock:

@@ -9,7 +9,6 @@ class AgentsConfig(AppConfig):
         from agentbuilder import access, asgi_mounts, shutdown
         from agents.access.provider import DocumentAccess, EnvironmentAccess
         from agents.runs import background, leases, live
-        from agents.schedules import tasks  # noqa: F401 - registers the ticks' Celery task
         from retrieval import access as retrieval_access
 
         leases.register()

@@ -5,8 +5,11 @@ from __future__ import annotations
 import uuid
 
 from celery import shared_task
+from django.db import connection
 
 from agents.runs import background
+from agents.schedules.fire import schedule_fire
+from agents.schedules.services import TICK_TASK
 
 
 @shared_task(name=background.TASK, ignore_result=True)
@@ -17,3 +20,17 @@ def run_queued(run_id: str) -> None:
     is closed `interrupted` by the lease sweep, never run twice (its tools may have acted);
     one lost before its claim is handed over again by the queue's sweep."""
     background.run_here(uuid.UUID(run_id)).result()
+
+
+# Not retried, not acknowledged late: a tick is claimed once (agents.schedules.fire), and
+# a tick lost with its worker is one run missed, not one run twice.
+@shared_task(name=TICK_TASK, ignore_result=True)
+def schedule_tick(schedule_id: str) -> str | None:
+    """A schedule's tick, as beat sends it: the background run it started, if any."""
+    try:
+        run_id = schedule_fire(schedule_id=uuid.UUID(schedule_id))
+    finally:
+        # Back to the pool: the thread that ran the tick (a worker's, or beat's) keeps no
+        # connection until its next tick, which the runs it queued may need now.
+        connection.close()
+    return None if run_id is None else str(run_id)

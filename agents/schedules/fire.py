@@ -17,10 +17,8 @@ alias deleted) records why on the schedule (`lastError`).
 
 from __future__ import annotations
 
-import importlib
 import logging
 import uuid
-from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -30,7 +28,7 @@ from django_celery_beat.models import PeriodicTask
 
 from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
 from agents.models import Run, RunStatus, Schedule
-from agents.runs.request import RunRequest
+from agents.runs.background import run_queue
 from agents.runtime.failures import FailureCode
 from agents.schedules.cron import cron_parse
 from agents.schedules.request import PROTOCOL, run_request
@@ -44,20 +42,11 @@ logger = logging.getLogger(__name__)
 # the next tick due too.
 CLOCK_SKEW = timedelta(seconds=20)
 
-Queue = Callable[[RunRequest], uuid.UUID]
 
-
-def _run_queue() -> Queue:
-    # agents.runs.background (the background runs) lands beside this; until then the
-    # import is by name.
-    queue: Queue = importlib.import_module("agents.runs.background").run_queue
-    return queue
-
-
-def schedule_fire(*, schedule_id: uuid.UUID, queue: Queue | None = None) -> uuid.UUID | None:
-    """Start the run of the schedule's due tick as its owner (`queue`: how a background
-    run is queued); the run's id, or None when no run was queued (no tick due, the
-    schedule paused or gone, or its run refused: see the module's docstring)."""
+def schedule_fire(*, schedule_id: uuid.UUID) -> uuid.UUID | None:
+    """Start the run of the schedule's due tick, a background run of its owner; the run's
+    id, or None when no run was queued (no tick due, the schedule paused or gone, or its
+    run refused: see the module's docstring)."""
     schedule = _claim(schedule_id)
     if schedule is None:
         return None
@@ -71,7 +60,8 @@ def schedule_fire(*, schedule_id: uuid.UUID, queue: Queue | None = None) -> uuid
         schedule_id=schedule.pk,
     )
     try:
-        run_id = (queue or _run_queue())(request)
+        # Outside the claim's transaction: the worker must find the queued run's row.
+        run_id = run_queue(request)
     except (NotFound, PermissionDenied) as exc:
         _refused(schedule, exc.detail)
         return None

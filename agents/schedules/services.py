@@ -24,7 +24,7 @@ from agents.models import Agent, Schedule
 from agents.schedules.cron import FIELDS, Cron, cron_parse
 from agents.schedules.request import input_check, version_check, webhook_check
 
-TICK_TASK = "agents.schedule_tick"  # the Celery task beat sends (agents.schedules.tasks)
+TICK_TASK = "agents.schedule_tick"  # the Celery task beat sends (agents.tasks)
 
 
 @dataclass(frozen=True)

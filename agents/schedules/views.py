@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -46,7 +46,7 @@ INPUT_DOC = (
     "task agents. Checked as the invoke routes check it when the schedule is saved; errors "
     'are located under `["body", "input", ...]`.'
 )
-Version = StrictInt | str
+Version = StrictInt | Annotated[str, Field(min_length=1, max_length=100)]
 
 # ---------------------------------------------------------------- bodies
 
@@ -76,7 +76,7 @@ class ScheduleOut(OutputModel):
     agent_id: uuid.UUID
     cron: str
     timezone: str
-    version: Version
+    version: int | str
     input: dict[str, Any]
     enabled: bool
     webhook: dict[str, Any] | None

@@ -1,5 +1,5 @@
-"""Real processes a test starts on loopback: a free port, Redis, a Celery worker, and a stop
-that waits for the process to end."""
+"""Real processes a test starts on loopback: a free port, Redis, a Celery worker, Celery
+beat, and a stop that waits for the process to end."""
 
 import os
 import shutil
@@ -65,6 +65,29 @@ def start_worker(
     broker_url: str, log: Path, pool: str = "solo", **env: str
 ) -> subprocess.Popen[bytes]:
     """A `celery worker` on this test's database; `env` adds to its environment."""
+    return _celery(
+        broker_url,
+        log,
+        [
+            "worker",
+            *("--pool", pool, "--concurrency", "1", "-Q", "celery"),
+            *("--hostname", f"ingest-test-{os.getpid()}@%h", "--loglevel", "INFO"),
+            *("--without-gossip", "--without-mingle", "--without-heartbeat"),
+        ],
+        env,
+    )
+
+
+def start_beat(broker_url: str, log: Path, **env: str) -> subprocess.Popen[bytes]:
+    """`celery beat` on this test's database, with the scheduler the settings name, as a
+    deployment runs it; `env` adds to its environment. Its log has a line for each pass of
+    its loop (`beat: Waking up`) and each task it sends (`Sending due task`)."""
+    return _celery(broker_url, log, ["beat", "--loglevel", "DEBUG"], env)
+
+
+def _celery(
+    broker_url: str, log: Path, arguments: list[str], env: dict[str, str]
+) -> subprocess.Popen[bytes]:
     environment = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
@@ -81,10 +104,7 @@ def start_worker(
         return subprocess.Popen(  # noqa: S603 - a fixed argument list, no shell
             [
                 sys.executable,
-                *("-m", "celery", "-A", "agentbuilder", "worker"),
-                *("--pool", pool, "--concurrency", "1", "-Q", "celery"),
-                *("--hostname", f"ingest-test-{os.getpid()}@%h", "--loglevel", "INFO"),
-                *("--without-gossip", "--without-mingle", "--without-heartbeat"),
+                *("-m", "celery", "-A", "agentbuilder", *arguments),
             ],
             cwd=ROOT,
             env=environment,

@@ -3,10 +3,12 @@ driven pass by pass in this process, and a wait for the runs a tick started."""
 
 from __future__ import annotations
 
+import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from django.utils import timezone
@@ -56,12 +58,32 @@ def driven_beat() -> Iterator[Callable[[int], None]]:
         scheduler._finalize.cancel()
 
 
-def runs_of(schedule: Schedule, count: int) -> list[Run]:
-    """The schedule's runs once `count` of them have ended, oldest first."""
+def wait_for(
+    condition: Callable[[], bool],
+    alive: Sequence[subprocess.Popen[bytes]] = (),
+    logs: Sequence[Path] = (),
+) -> None:
+    """Until `condition()` holds; the processes `alive` must stay so (their `logs` shown if
+    not, or if it never holds)."""
     deadline = time.monotonic() + PATIENCE
-    while True:
-        runs = list(Run.objects.filter(schedule=schedule).order_by("started_at"))
-        if len(runs) >= count and all(r.status in RUN_ENDED for r in runs):
-            return runs
-        assert time.monotonic() < deadline, [(r.pk, r.status) for r in runs]
+    while not condition():
+        shown = "\n".join(f"{log}:\n{log.read_text(errors='replace')[-3000:]}" for log in logs)
+        assert all(p.poll() is None for p in alive), shown
+        assert time.monotonic() < deadline, shown
         time.sleep(0.05)
+
+
+def runs_of(
+    schedule: Schedule,
+    count: int,
+    alive: Sequence[subprocess.Popen[bytes]] = (),
+    logs: Sequence[Path] = (),
+) -> list[Run]:
+    """The schedule's runs once `count` of them have ended, oldest first."""
+
+    def ended() -> bool:
+        runs = Run.objects.filter(schedule=schedule)
+        return runs.count() >= count and not runs.exclude(status__in=RUN_ENDED).exists()
+
+    wait_for(ended, alive, logs)
+    return list(Run.objects.filter(schedule=schedule).order_by("started_at"))
