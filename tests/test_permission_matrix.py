@@ -156,6 +156,11 @@ def check_alias_history(world: World, response: Any, ok: bool, visible: set[str]
         assert [c["toVersion"] for c in response.json()["changes"]] == [1]
 
 
+def check_schedules(world: World, response: Any, ok: bool, visible: set[str]) -> None:
+    if ok:
+        assert response.json()["schedules"] == []
+
+
 @dataclass(frozen=True)
 class Route:
     label: str
@@ -260,6 +265,9 @@ ROUTES = [
         "agent",
         200,
         check_alias_history,
+    ),
+    Route(
+        "GET schedules", "get", "/v1/agents/{agent}/schedules", READ, "agent", 200, check_schedules
     ),
     Route(
         "POST lookup",

@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from agents.access.permissions import Action, grant
 from agents.models import Agent, Environment, McpServer, Run
+from agents.schedules.services import ScheduleSpec, schedule_create
 from agents.services.aliases import alias_set
 from agents.services.versions import version_add
 from retrieval.models import Document
@@ -138,4 +139,33 @@ def test_aliases_and_their_history_read_in_constant_queries(
 
     assert_constant(
         owner_client, f"/v1/agents/{agent.pk}/{path}", key, add, django_assert_max_num_queries
+    )
+
+
+def test_schedules_read_in_constant_queries(
+    owner: Any,
+    make_agent: Callable[..., Agent],
+    owner_client: APIClient,
+    django_assert_max_num_queries: Any,
+) -> None:
+    agent = make_agent("calc")
+    ask = {"messages": [{"role": "user", "content": "What is 3 times 5?"}]}
+
+    def add(i: int) -> None:
+        spec = ScheduleSpec(cron=f"{i} * * * *", input=ask, enabled=i % 2 == 0)
+        schedule = schedule_create(user=owner, agent=agent, spec=spec)
+        Run.objects.create(
+            agent=agent,
+            version=agent.versions.get(),
+            caller=owner,
+            protocol="schedule",
+            schedule=schedule,
+        )
+
+    assert_constant(
+        owner_client,
+        f"/v1/agents/{agent.pk}/schedules",
+        "schedules",
+        add,
+        django_assert_max_num_queries,
     )
