@@ -47,6 +47,7 @@ class RunListView(ApiView):
             status=query.status,
             thread_id=query.thread_id,
             caller_id=query.caller_id,
+            schedule_id=query.schedule_id,
         )
         items, pagination = paginate(runs, query)
         return render(s.RunList(runs=[s.RunOut.of(r) for r in items], pagination=pagination))

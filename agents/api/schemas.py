@@ -280,6 +280,7 @@ class RunListQuery(PageQuery):
     status: Literal["queued", "in_progress", "completed", "failed", "canceled"] | None = None
     thread_id: str | None = Field(None, max_length=100)
     caller_id: int | None = Field(None, ge=1, description="With AUDIT: one caller's runs.")
+    schedule_id: UUID | None = Field(None, description="The runs a schedule's ticks started.")
 
 
 class RunEventsQuery(CamelModel):

@@ -32,6 +32,7 @@ def run_list(
     status: str | None = None,
     thread_id: str | None = None,
     caller_id: int | None = None,
+    schedule_id: uuid.UUID | None = None,
 ) -> QuerySet[Run]:
     """The caller's runs in `environment` (every caller's where it holds AUDIT), newest
     first."""
@@ -44,6 +45,8 @@ def run_list(
         runs = runs.filter(thread_id=thread_id)
     if caller_id is not None:
         runs = runs.filter(caller_id=caller_id)
+    if schedule_id:
+        runs = runs.filter(schedule_id=schedule_id)
     return runs.order_by("-started_at", "-id")
 
 

@@ -18,6 +18,7 @@ from agents.schedules.services import schedule_update, spec_of
 from agents.services.aliases import alias_delete, alias_set
 from agents.services.versions import version_add
 from agents.tasks import schedule_tick
+from tests.conftest import client_for
 from tests.factories import CALCULATOR_CONFIG, UserFactory
 from tests.support.schedules import driven_beat, overdue_schedule, runs_of
 
@@ -167,3 +168,17 @@ def test_a_tick_of_a_schedule_gone_removes_its_periodic_task(calc: Agent, member
     assert schedule_tick.delay(str(schedule.pk)).get() is None
 
     assert not PeriodicTask.objects.exists()
+
+
+def test_the_runs_list_shows_a_schedules_runs(calc: Agent, member: Any) -> None:
+    schedule = overdue_schedule(calc, member)
+    other = overdue_schedule(calc, member)
+    schedule_tick.delay(str(schedule.pk)).get()
+    schedule_tick.delay(str(other.pk)).get()
+    [run] = runs_of(schedule, 1)
+
+    listed = client_for(member).get(f"/v1/runs?scheduleId={schedule.pk}")
+
+    assert [r["id"] for r in listed.json()["runs"]] == [str(run.pk)]
+    assert listed.json()["runs"][0]["scheduleId"] == str(schedule.pk)
+    runs_of(other, 1)
