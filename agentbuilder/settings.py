@@ -326,6 +326,24 @@ MCP_TOOLS_CACHE_SECONDS = env.float("MCP_TOOLS_CACHE_SECONDS", default=30.0)
 # server's own /v1/mcp; a request with any other Origin is refused (403) against DNS
 # rebinding. SDK clients send no Origin and need no entry.
 MCP_ALLOWED_ORIGINS = env.list("MCP_ALLOWED_ORIGINS", default=[])
+# ---------------------------------------------------------------- webhooks
+
+# Run events to URLs, signed as Standard Webhooks with the environment's secret, through
+# MCP's address guard (MCP_ALLOWED_HOSTS, MCP_ALLOW_PRIVATE_NETWORKS) (agents.webhooks).
+# Off: no body or agent may name a webhook, and A2A's push-notification methods answer
+# -32003.
+WEBHOOKS_ENABLED = env.bool("WEBHOOKS_ENABLED", default=True)
+# A delivery not answered 2xx is tried again after BACKOFF seconds, doubled each time up to
+# BACKOFF_MAX, until RETRY seconds have passed since its event.
+WEBHOOK_RETRY_SECONDS = env.float("WEBHOOK_RETRY_SECONDS", default=86400.0)
+WEBHOOK_BACKOFF_SECONDS = env.float("WEBHOOK_BACKOFF_SECONDS", default=5.0)
+WEBHOOK_BACKOFF_MAX_SECONDS = env.float("WEBHOOK_BACKOFF_MAX_SECONDS", default=3600.0)
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+# Every server and worker sends the deliveries due: it looks for them this often, and at
+# once when it made one itself.
+WEBHOOK_POLL_SECONDS = env.float("WEBHOOK_POLL_SECONDS", default=2.0)
+WEBHOOK_CONCURRENCY = env.int("WEBHOOK_CONCURRENCY", default=8)
+
 # A2A agent cards (GET /v1/a2a, /v1/a2a/{name}/.well-known/agent-card.json) without a token:
 # every agent of the environment, for discovery. The JSON-RPC endpoint still needs a token.
 A2A_PUBLIC_CARDS = env.bool("A2A_PUBLIC_CARDS", default=False)

@@ -9,12 +9,14 @@ class AgentsConfig(AppConfig):
         from agentbuilder import access, asgi_mounts, shutdown
         from agents.access.provider import DocumentAccess, EnvironmentAccess
         from agents.runs import background, leases, live
+        from agents.webhooks import dispatch as webhooks
         from retrieval import access as retrieval_access
 
         leases.register()
         # A shutdown's grace over: the runs still running end interrupted, each stream told.
         shutdown.on_grace_over(live.runs_interrupt)
         background.register()
+        webhooks.register()  # sends deliveries wherever leases are kept
         # The project package and the apps beside agents ask agentbuilder.access (retrieval
         # also retrieval.access); this app answers, so none of them imports agents.
         access.provide(EnvironmentAccess())

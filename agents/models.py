@@ -11,6 +11,7 @@ from django.utils import timezone
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
 from agentbuilder.fields import OrderedJSONField
+from agents.webhooks.events import WebhookEvent
 
 NAME_PATTERN = r"^[A-Za-z0-9._-]{1,100}$"
 
@@ -46,6 +47,9 @@ class Environment(models.Model):
     name = models.CharField(max_length=100)
     description = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # What signs its webhooks (whsec_…), encrypted as MCP server headers are
+    # (agents.webhooks.secret); made when first needed, shown only when made.
+    webhook_secret_encrypted = models.TextField(blank=True, editable=False)
 
     class Meta:
         ordering = ["name"]
@@ -313,6 +317,9 @@ class Run(models.Model):
         related_name="runs",
         editable=False,
     )
+    # The request's own webhook, {"url", "events"} (agents.webhooks): its deliveries are
+    # made with the run's end, whatever ends it (a trigger, docs/architecture.md#webhooks).
+    webhook = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-started_at"]
@@ -464,3 +471,119 @@ class AgentUserObjectPermission(UserObjectPermissionBase):
 
 class AgentGroupObjectPermission(GroupObjectPermissionBase):
     content_object = models.ForeignKey(Agent, on_delete=models.CASCADE)
+
+
+# The events a webhook may name (agents.webhooks.events), as the columns' choices.
+WEBHOOK_EVENT_CHOICES = [(str(e), str(e)) for e in WebhookEvent]
+
+
+class AgentWebhook(models.Model):
+    """A URL that receives the events of every run of an agent."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="webhooks")
+    url = models.URLField(max_length=2000)
+    events = ArrayField(models.CharField(max_length=40, choices=WEBHOOK_EVENT_CHOICES))
+    description = models.CharField(max_length=200, blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class PushConfig(models.Model):
+    """An A2A push-notification config of one task (a run): its updates are delivered to
+    `url` as webhooks are, in the A2A dialect the config was set in."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="push_configs")
+    config_id = models.CharField(max_length=200)
+    url = models.URLField(max_length=2000)
+    dialect = models.CharField(max_length=10)  # agents.protocols.a2a.dialects.Dialect
+    # The config's token and authentication, as headers of each delivery, encrypted.
+    headers_encrypted = models.TextField(blank=True, editable=False)
+    authentication = models.JSONField(null=True, blank=True)  # schemes, without credentials
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "config_id"], name="push_config_id_per_run")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.config_id} ({self.url})"
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    FAILED = "failed"  # retried for WEBHOOK_RETRY_SECONDS, in vain
+
+
+class DeliveryFormat(models.TextChoices):
+    STANDARD = "standard"  # {"type", "timestamp", "data"} (docs/api.md#webhooks)
+    A2A_V1 = "a2a-1.0"  # a StreamResponse, as A2A 1.0 pushes
+    A2A_V03 = "a2a-0.3"  # the Task, as A2A 0.3 pushes
+
+
+class WebhookDelivery(models.Model):
+    """One event for one endpoint, sent until it is answered 2xx or WEBHOOK_RETRY_SECONDS
+    have passed (agents.webhooks.delivery). Made by the database with the run's end
+    (docs/architecture.md#webhooks); its id, from `key`, is the `webhook-id` every attempt
+    carries, so a receiver tells a retry from a new event."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    key = models.CharField(max_length=200, unique=True)  # run : event : endpoint
+    environment = models.ForeignKey(
+        Environment, on_delete=models.CASCADE, related_name="webhook_deliveries"
+    )
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.CASCADE, related_name="webhook_deliveries"
+    )
+    agent_webhook = models.ForeignKey(
+        AgentWebhook, null=True, blank=True, on_delete=models.SET_NULL, related_name="deliveries"
+    )
+    push_config = models.ForeignKey(
+        PushConfig, null=True, blank=True, on_delete=models.SET_NULL, related_name="deliveries"
+    )
+    event = models.CharField(max_length=40, choices=WEBHOOK_EVENT_CHOICES)
+    format = models.CharField(max_length=10, choices=DeliveryFormat.choices)
+    url = models.URLField(max_length=2000)
+    headers_encrypted = models.TextField(blank=True, editable=False)
+    # Fixed at its first attempt; `json`, so every attempt sends its keys in one order.
+    payload = OrderedJSONField(null=True, blank=True)
+    status = models.CharField(
+        max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    # Due then (pending); while an attempt is under way, when it may be taken for lost.
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_response = models.TextField(blank=True)  # its first WEBHOOK_EXCERPT_CHARS
+    last_error = models.TextField(blank=True)
+    history = models.JSONField(default=list, blank=True)  # [{at, statusCode, error}]
+    created_at = models.DateTimeField(default=timezone.now)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "id"]
+        verbose_name_plural = "webhook deliveries"
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                name="webhook_delivery_due",
+                condition=models.Q(status="pending"),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} to {self.url} ({self.status})"

@@ -372,7 +372,7 @@ def test_respond_documents_the_agent_http_contracts_body(generated: Generated) -
     body = generated.operation("post", RESPOND)["requestBody"]["content"]["application/json"]
     schema = generated.resolve(body["schema"])
     # The contract's two, and the platform's own: a background run (docs/api.md).
-    assert set(schema["properties"]) == {"messages", "metadata", "background"}
+    assert set(schema["properties"]) == {"messages", "metadata", "background", "webhook"}
     assert schema["required"] == ["messages"]
 
 

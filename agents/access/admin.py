@@ -21,6 +21,7 @@ from agents.access.api_clients import IssuedClient, api_client_create
 from agents.access.permissions import Action, environments_visible, environments_with
 from agents.admin.forms import ServiceForm
 from agents.models import APIClient, Environment
+from agents.webhooks.admin import rotate_webhook_secret
 
 
 @admin.register(Environment)
@@ -28,6 +29,7 @@ class EnvironmentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):  # 
     list_display = ("name", "description", "live_agents", "created_at")
     search_fields = ("name", "description")
     fields = ("name", "description")
+    actions = (rotate_webhook_secret,)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Environment]:
         envs = super().get_queryset(request)

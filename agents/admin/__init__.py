@@ -10,6 +10,7 @@ from agents.admin import (
 )
 from agents.mcp_registry import admin as mcp_registry  # registers McpServer's admin
 from agents.schedules import admin as schedules  # registers Schedule's admin
+from agents.webhooks import admin as webhooks  # agent webhooks, the delivery log
 
 # Environments and API clients have their pages beside the rest of access
 # (agents/access/admin.py); importing them here registers them with the others.
@@ -21,4 +22,5 @@ __all__ = [
     "runs",
     "schedules",
     "versions",
+    "webhooks",
 ]

@@ -9,6 +9,7 @@ from agents.protocols.openai import urls as openai
 from agents.protocols.process import urls as process
 from agents.protocols.respond import urls as respond
 from agents.schedules import urls as schedules
+from agents.webhooks import urls as webhooks
 
 urlpatterns = [
     path("auth/token", TokenView.as_view(), name="auth-token"),
@@ -43,6 +44,7 @@ urlpatterns = [
         aliases.AliasDetailView.as_view(),
         name="alias-detail",
     ),
+    *webhooks.urlpatterns,  # /webhook-secret, /agents/{id}/webhooks
     # The protocols' routes, each in its own package (docs/architecture.md#request-path).
     *chat_completions.urlpatterns,
     *openai.urlpatterns,

@@ -15,6 +15,7 @@ from agents.mcp_registry.request import McpServerRequest
 from agents.models import Environment
 from agents.runtime import depth
 from agents.runtime.spec import ToolChoice
+from agents.webhooks.request import WebhookBody
 
 CHAT_TYPES = ("tool", "rag")
 TASK_TYPES = ("task",)
@@ -47,6 +48,8 @@ class RunRequest:
     call_depth: int = 0
     # The schedule whose tick asks for it (agents.schedules), kept on its run.
     schedule_id: uuid.UUID | None = None
+    # The body's `webhook` (agents.webhooks): this run's events go there too.
+    webhook: WebhookBody | None = None
 
 
 def call_depth_of(headers: Mapping[str, str]) -> int:

@@ -34,6 +34,7 @@ from agents.runtime.messages import MESSAGE_ROLES, message_from_json, message_js
 from agents.runtime.spec import AgentSpec, RunInput
 from agents.runtime.task_agent import TaskInputError, prepare_inputs
 from agents.templating import TemplateLimitError
+from agents.webhooks.guard import webhook_check
 from guardrails.engines.rules import Rule
 from guardrails.selectors import guardrail_rules, unknown_guardrail_names
 
@@ -124,6 +125,8 @@ def _checked(request: RunRequest) -> tuple[CallDepth, RunTarget]:
         # Before the run opens: the refused call is no run of its own (a chain of agents
         # calling agents makes MAX_AGENT_DEPTH + 1 runs), and its caller's run has the reason.
         raise CallTooDeep(call_depth.refusal())
+    if request.webhook is not None:  # refused before anything is written
+        webhook_check(request.webhook)
     target = run_target(
         user=request.user,
         environment=request.environment,
@@ -144,6 +147,7 @@ def _run(request: RunRequest, target: RunTarget) -> Run:
         messages=[message_json(m) for m in request.messages],
         lease_until=liveness.lease_expiry(),
         schedule_id=request.schedule_id,
+        webhook=request.webhook.stored() if request.webhook is not None else None,
     )
 
 

@@ -10,6 +10,7 @@ from agentbuilder.errors import Invalid
 from agentbuilder.wire import CamelModel
 from agents.llm.base import Attachment, Message
 from agents.protocols.attachments import from_base64, from_text
+from agents.webhooks.request import WebhookBody
 
 BACKGROUND = (
     "Answer 202 at once with the run `queued`; a worker runs it. Follow it with "
@@ -80,12 +81,18 @@ class InvokeRequest(CamelModel):
     adjacent_chunk_range: int | None = Field(None, ge=0, le=10)
     adjacent_chunk_merge: StrictBool | None = None
     background: StrictBool = Field(False, description=BACKGROUND)
+    webhook: WebhookBody | None = Field(
+        None, description="This run's events also go here (docs/api.md#webhooks)."
+    )
 
 
 class InvokeTaskRequest(CamelModel):
     inputs: dict[str, Any]
     guardrails: list[str] = Field(default_factory=list, max_length=20)
     background: StrictBool = Field(False, description=BACKGROUND)
+    webhook: WebhookBody | None = Field(
+        None, description="This run's events also go here (docs/api.md#webhooks)."
+    )
 
 
 def runtime_messages(body: InvokeRequest) -> tuple[Message, ...]:

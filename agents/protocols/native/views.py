@@ -55,6 +55,7 @@ class _InvokeBase(ProtocolView):
                 agent_types=self.agent_types,
                 inputs=body.inputs,
                 guardrails=tuple(body.guardrails),
+                webhook=body.webhook,
             )
         else:
             body = self.body(InvokeRequest)
@@ -70,6 +71,7 @@ class _InvokeBase(ProtocolView):
                 rag_overrides=body.model_dump(
                     include=set(RAG_OVERRIDES), exclude_none=True, by_alias=False
                 ),
+                webhook=body.webhook,
             )
         if body.background:
             return run_queue(request)

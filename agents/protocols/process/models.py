@@ -10,6 +10,8 @@ from uuid import uuid4
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool
 
+from agents.webhooks.request import WebhookBody
+
 # Qualifies this module's classes in the OpenAPI document where another shares a name.
 SCHEMA_PREFIX = "AgentProtocol"
 
@@ -172,6 +174,9 @@ class AgentRequest(BaseRequest):
     response_id: str | None = None
     # The platform's, beyond the document: a background run (docs/api.md#background-runs).
     background: StrictBool = False
+    webhook: WebhookBody | None = Field(
+        None, description="This run's events also go here (docs/api.md#webhooks)."
+    )
 
 
 # ---------------------------------------------------------------- 6. responses

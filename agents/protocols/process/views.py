@@ -88,7 +88,11 @@ class ProcessView(ProtocolView):
         body = self.body(AgentRequest)
         messages = runtime_messages(body)
         request = self.run_request(
-            agent_id, version_ref, messages=messages, thread_id=body.session_id or ""
+            agent_id,
+            version_ref,
+            messages=messages,
+            thread_id=body.session_id or "",
+            webhook=body.webhook,
         )
         if body.background:
             return body, run_queue(request)

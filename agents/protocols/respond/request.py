@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from agentbuilder.errors import ErrorItem, Invalid, Loc
 from agents.llm.base import Message, ToolCallPart
+from agents.webhooks.request import WebhookBody
 
 # Qualifies this module's classes in the OpenAPI document where another shares a name.
 SCHEMA_PREFIX = "AgentContract"
@@ -86,6 +87,9 @@ class AgentRequest(BaseModel):
     metadata: AgentRequestMetadata | None = None
     # The platform's, beyond the contract: a background run (docs/api.md#background-runs).
     background: StrictBool = False
+    webhook: WebhookBody | None = Field(
+        None, description="This run's events also go here (docs/api.md#webhooks)."
+    )
 
 
 def history_messages(request: AgentRequest) -> tuple[Message, ...]:
