@@ -10,11 +10,16 @@ from agents.protocols.failures import failure_status
 from agents.runtime.failures import FailureCode
 
 CLIENTS = {FailureCode.INVALID_REQUEST, FailureCode.TEMPLATE_LIMIT, FailureCode.CALL_TOO_DEEP}
+EXPECTED = {
+    **dict.fromkeys(CLIENTS, 400),
+    FailureCode.FORBIDDEN: 403,  # a schedule's owner who may no longer run the agent
+    FailureCode.PROVIDER_TIMEOUT: 504,
+}
 
 
 @pytest.mark.parametrize("code", list(FailureCode))
 def test_every_code_has_a_status(code: FailureCode) -> None:
-    expected = 400 if code in CLIENTS else 504 if code is FailureCode.PROVIDER_TIMEOUT else 502
+    expected = EXPECTED.get(code, 502)
     assert failure_status(code) == expected
 
 
