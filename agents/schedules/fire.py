@@ -58,6 +58,7 @@ def schedule_fire(*, schedule_id: uuid.UUID) -> uuid.UUID | None:
         version=schedule.version,
         stored=schedule.input,
         schedule_id=schedule.pk,
+        webhook=schedule.webhook,
     )
     try:
         # Outside the claim's transaction: the worker must find the queued run's row.
@@ -65,7 +66,8 @@ def schedule_fire(*, schedule_id: uuid.UUID) -> uuid.UUID | None:
     except (NotFound, PermissionDenied) as exc:
         _refused(schedule, exc.detail)
         return None
-    except (Invalid, DomainError) as exc:  # the run exists, `failed` with the reason
+    except (Invalid, DomainError) as exc:  # the run `failed` with the reason (or, its
+        # webhook's address refused now, never written)
         _outcome(schedule, {"code": FailureCode.INVALID_REQUEST.value, "message": str(exc)})
         return None
     _outcome(schedule, None)

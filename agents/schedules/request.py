@@ -9,33 +9,30 @@ agents; it is checked as the invoke routes check it, its errors located under th
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal
-
-from pydantic import Field
+from typing import Any
 
 from agentbuilder.errors import ErrorItem, Invalid, Loc, NotFound
 from agentbuilder.users import User
-from agentbuilder.wire import CamelModel, parse
+from agentbuilder.wire import parse
 from agents.configs import TaskAgentConfig, config_parse
-from agents.mcp_client.ssrf import UrlRefused, check_url, policy_from_settings
 from agents.models import Agent, AgentVersion, Environment
 from agents.protocols.native.request import InvokeRequest, InvokeTaskRequest, runtime_messages
 from agents.runs.request import CHAT_TYPES, TASK_TYPES, RunRequest
 from agents.runtime.task_agent import TaskInputError, prepare_inputs
 from agents.selectors.versions import version_get
 from agents.templating import TemplateLimitError
+from agents.webhooks.guard import webhook_check
+from agents.webhooks.request import WebhookBody
 from guardrails.selectors import unknown_guardrail_names
 from retrieval.rag import OVERRIDES as RAG_OVERRIDES
 
 PROTOCOL = "schedule"  # as a schedule's runs name their protocol
-WEBHOOK_EVENTS = ("run.completed", "run.failed", "run.canceled", "run.awaiting_approval")
-
-
-class ScheduleWebhook(CamelModel):
-    url: str = Field(min_length=1, max_length=2000, description="http(s) URL that receives.")
-    events: list[Literal[WEBHOOK_EVENTS]] | None = Field(  # type: ignore[valid-type]
-        None, description="The events sent; null: every run event."
-    )
+# Fields of the invoke body a schedule's input leaves out: its runs are background runs
+# always, and its webhook is the schedule's own.
+NOT_IN_INPUT = {
+    "background": "a schedule's runs are background runs",
+    "webhook": "set the schedule's `webhook` instead",
+}
 
 
 def version_check(*, agent: Agent, version: str, loc: Loc = ("body", "version")) -> AgentVersion:
@@ -55,6 +52,10 @@ def input_check(
     """`data` as a native invoke body of `agent`'s type, checked against `version` (a task
     agent's inputs against its inputSchema and template) and the environment's guardrails;
     returned as stored. Raises Invalid under `loc`."""
+    if isinstance(data, dict):
+        for name, why in NOT_IN_INPUT.items():
+            if name in data:
+                raise Invalid.at((*loc, name), why)
     if agent.agent_type in TASK_TYPES:
         task = parse(InvokeTaskRequest, data, *loc)
         _task_inputs_check(version, task.inputs, (*loc, "inputs"))
@@ -93,17 +94,14 @@ def _messages(chat: InvokeRequest, loc: Loc) -> None:
         raise Invalid([ErrorItem((*loc, *e.loc[1:]), e.msg, e.type) for e in exc.errors]) from None
 
 
-def webhook_check(data: Any, loc: Loc = ("body", "webhook")) -> dict[str, Any] | None:
-    """A schedule's webhook as stored (None: none), its URL through the MCP servers' address
-    guard. Raises Invalid under `loc`."""
+def webhook_stored(data: Any, loc: Loc = ("body", "webhook")) -> dict[str, Any] | None:
+    """A schedule's webhook as stored (None: none), checked as a request's webhook is.
+    Raises Invalid under `loc`."""
     if data is None:
         return None
-    webhook = data if isinstance(data, ScheduleWebhook) else parse(ScheduleWebhook, data, *loc)
-    try:
-        check_url(webhook.url, policy_from_settings())
-    except UrlRefused as exc:
-        raise Invalid.at((*loc, "url"), str(exc)) from None
-    return webhook.model_dump(mode="json", by_alias=True, exclude_none=True)
+    webhook = data if isinstance(data, WebhookBody) else parse(WebhookBody, data, *loc)
+    webhook_check(webhook, loc)
+    return webhook.stored()
 
 
 def run_request(
@@ -115,6 +113,7 @@ def run_request(
     version: str,
     stored: dict[str, Any],
     schedule_id: uuid.UUID,
+    webhook: dict[str, Any] | None = None,
 ) -> RunRequest:
     """The background run a tick of schedule `schedule_id` asks for, as its owner."""
     fields: dict[str, Any] = {}
@@ -142,5 +141,6 @@ def run_request(
         agent_types=agent_types,
         guardrails=tuple(guardrails),
         schedule_id=schedule_id,
+        webhook=None if webhook is None else WebhookBody.model_validate(webhook),
         **fields,
     )

@@ -22,7 +22,7 @@ from agentbuilder.users import User
 from agents.access.permissions import Action, agent_with_held
 from agents.models import Agent, Schedule
 from agents.schedules.cron import FIELDS, Cron, cron_parse
-from agents.schedules.request import input_check, version_check, webhook_check
+from agents.schedules.request import input_check, version_check, webhook_stored
 
 TICK_TASK = "agents.schedule_tick"  # the Celery task beat sends (agents.tasks)
 
@@ -62,7 +62,7 @@ def _check(agent: Agent, spec: ScheduleSpec) -> _Checked:
     cron = cron_parse(spec.cron, spec.timezone)
     version = version_check(agent=agent, version=spec.version)
     stored = input_check(agent=agent, version=version, data=spec.input)
-    return _Checked(cron, stored, webhook_check(spec.webhook))
+    return _Checked(cron, stored, webhook_stored(spec.webhook))
 
 
 @transaction.atomic

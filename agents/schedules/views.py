@@ -26,7 +26,7 @@ from agents.api.views import AGENT_ID, PAGE, AgentScopedView
 from agents.models import Schedule
 from agents.schedules import selectors, services
 from agents.schedules.cron import cron_parse
-from agents.schedules.request import ScheduleWebhook
+from agents.webhooks.request import WebhookBody
 
 SCHEDULE_ID = OpenApiParameter(
     "scheduleId", OpenApiTypes.UUID, OpenApiParameter.PATH, description="Schedule uuid."
@@ -57,8 +57,8 @@ class ScheduleCreate(CamelModel):
     version: Version = Field("latest", description=VERSION_DOC)
     input: dict[str, Any] = Field(description=INPUT_DOC)
     enabled: StrictBool = Field(True, description="false: paused, no tick fires.")
-    webhook: ScheduleWebhook | None = Field(
-        None, description="Where each run's events are delivered (a webhook)."
+    webhook: WebhookBody | None = Field(
+        None, description="Each run's events also go here (docs/api.md#webhooks)."
     )
 
 
@@ -68,7 +68,7 @@ class SchedulePatch(CamelModel):
     version: Version | None = Field(None, description=VERSION_DOC)
     input: dict[str, Any] | None = Field(None, description=INPUT_DOC)
     enabled: StrictBool | None = None
-    webhook: ScheduleWebhook | None = Field(None, description="null removes it.")
+    webhook: WebhookBody | None = Field(None, description="null removes it.")
 
 
 class ScheduleOut(OutputModel):

@@ -182,3 +182,14 @@ def test_the_runs_list_shows_a_schedules_runs(calc: Agent, member: Any) -> None:
     assert [r["id"] for r in listed.json()["runs"]] == [str(run.pk)]
     assert listed.json()["runs"][0]["scheduleId"] == str(schedule.pk)
     runs_of(other, 1)
+
+
+def test_a_ticks_run_carries_the_schedules_webhook(calc: Agent, member: Any, settings: Any) -> None:
+    settings.MCP_ALLOWED_HOSTS = ["127.0.0.1"]
+    hook = {"url": "http://127.0.0.1:9/hook", "events": ["run.failed"]}
+    schedule = overdue_schedule(calc, member, webhook=hook)
+
+    schedule_tick.delay(str(schedule.pk)).get()
+
+    [run] = runs_of(schedule, 1)
+    assert run.webhook == hook

@@ -185,6 +185,23 @@ def test_a_webhook_to_a_private_address_is_a_400_at_its_url(
     assert_invalid(create(owner_client, calc, webhook=webhook), ["body", "webhook", "url"])
 
 
+@pytest.mark.parametrize(
+    ("field", "value"), [("background", True), ("webhook", {"url": "https://example.com/h"})]
+)
+def test_the_input_carries_no_background_nor_webhook(
+    owner_client: APIClient, calc: Agent, field: str, value: Any
+) -> None:
+    data = {**ASK, field: value}
+    assert_invalid(create(owner_client, calc, input=data), ["body", "input", field])
+
+
+def test_an_unknown_webhook_event_is_a_400_at_its_index(
+    owner_client: APIClient, calc: Agent
+) -> None:
+    webhook = {"url": "https://example.com/hook", "events": ["run.completed", "run.exploded"]}
+    assert_invalid(create(owner_client, calc, webhook=webhook), ["body", "webhook", "events", 1])
+
+
 def test_a_bad_patch_changes_nothing(owner_client: APIClient, calc: Agent) -> None:
     created = create(owner_client, calc).json()
 
