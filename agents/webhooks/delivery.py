@@ -153,7 +153,7 @@ def _claim(limit: int) -> list[Claimed]:
 def _prepared(claimed: list[Claimed]) -> list[Attempt]:
     """Each delivery's payload (built from its run at its first attempt), body and signed
     headers. Database reads: before the attempts, in the pass's thread."""
-    runs = Run.objects.defer("messages", "steps").in_bulk(
+    runs = Run.objects.in_bulk(
         [c.run_id for c in claimed if c.payload is None and c.run_id is not None]
     )
     secrets: dict[uuid.UUID, Webhook | str] = {}

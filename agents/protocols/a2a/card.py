@@ -21,6 +21,7 @@ from typing import Any
 
 from a2a.compat.v0_3 import conversions
 from a2a.types import a2a_pb2 as pb
+from django.conf import settings
 from google.protobuf.json_format import MessageToDict
 
 from agents.configs import AgentConfig, McpTool, TaskAgentConfig, ToolAgentConfig
@@ -55,9 +56,9 @@ def agent_card(
         version=str(version),
         documentation_url=docs_url,
         capabilities=pb.AgentCapabilities(
-            # No webhooks yet: the push-notification config methods answer -32003.
+            # Deliveries through the webhooks (agents.protocols.a2a.push), where they are on.
             streaming=True,
-            push_notifications=False,
+            push_notifications=bool(settings.WEBHOOKS_ENABLED),
             extended_agent_card=True,
         ),
         security_schemes={

@@ -20,7 +20,11 @@ class Method(Enum):
     CANCEL = "cancel"
     SUBSCRIBE = "subscribe"  # a live task's remaining updates (params: the task id)
     LIST = "list"  # 1.0 only: 0.3 has no tasks/list (its JSON Schema, the SDKs' 0.3 layers)
-    PUSH_CONFIG = "push-config"  # any of the four push-notification config methods
+    # The push-notification config methods (agents.protocols.a2a.push).
+    PUSH_SET = "push-set"
+    PUSH_GET = "push-get"
+    PUSH_LIST = "push-list"
+    PUSH_DELETE = "push-delete"
     EXTENDED_CARD = "extended-card"
 
 
@@ -31,22 +35,25 @@ METHODS: dict[str, tuple[Dialect, Method]] = {
     "CancelTask": (Dialect.V1, Method.CANCEL),
     "SubscribeToTask": (Dialect.V1, Method.SUBSCRIBE),
     "ListTasks": (Dialect.V1, Method.LIST),
-    "CreateTaskPushNotificationConfig": (Dialect.V1, Method.PUSH_CONFIG),
-    "GetTaskPushNotificationConfig": (Dialect.V1, Method.PUSH_CONFIG),
-    "ListTaskPushNotificationConfigs": (Dialect.V1, Method.PUSH_CONFIG),
-    "DeleteTaskPushNotificationConfig": (Dialect.V1, Method.PUSH_CONFIG),
+    "CreateTaskPushNotificationConfig": (Dialect.V1, Method.PUSH_SET),
+    "GetTaskPushNotificationConfig": (Dialect.V1, Method.PUSH_GET),
+    "ListTaskPushNotificationConfigs": (Dialect.V1, Method.PUSH_LIST),
+    "DeleteTaskPushNotificationConfig": (Dialect.V1, Method.PUSH_DELETE),
     "GetExtendedAgentCard": (Dialect.V1, Method.EXTENDED_CARD),
     "message/send": (Dialect.V03, Method.SEND),
     "message/stream": (Dialect.V03, Method.STREAM),
     "tasks/get": (Dialect.V03, Method.GET),
     "tasks/cancel": (Dialect.V03, Method.CANCEL),
     "tasks/resubscribe": (Dialect.V03, Method.SUBSCRIBE),
-    "tasks/pushNotificationConfig/set": (Dialect.V03, Method.PUSH_CONFIG),
-    "tasks/pushNotificationConfig/get": (Dialect.V03, Method.PUSH_CONFIG),
-    "tasks/pushNotificationConfig/list": (Dialect.V03, Method.PUSH_CONFIG),
-    "tasks/pushNotificationConfig/delete": (Dialect.V03, Method.PUSH_CONFIG),
+    "tasks/pushNotificationConfig/set": (Dialect.V03, Method.PUSH_SET),
+    "tasks/pushNotificationConfig/get": (Dialect.V03, Method.PUSH_GET),
+    "tasks/pushNotificationConfig/list": (Dialect.V03, Method.PUSH_LIST),
+    "tasks/pushNotificationConfig/delete": (Dialect.V03, Method.PUSH_DELETE),
     "agent/getAuthenticatedExtendedCard": (Dialect.V03, Method.EXTENDED_CARD),
 }
+
+
+PUSH_METHODS = frozenset({Method.PUSH_SET, Method.PUSH_GET, Method.PUSH_LIST, Method.PUSH_DELETE})
 
 
 def dialect_of(method: str) -> Dialect:

@@ -16,7 +16,7 @@ import base64
 import binascii
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +31,7 @@ from a2a.utils.errors import (
     MethodNotFoundError,
     VersionNotSupportedError,
 )
+from django.conf import settings
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ValidationError
@@ -39,7 +40,7 @@ from agentbuilder.api.parsers import MAX_DEPTH, check_json
 from agentbuilder.errors import Invalid
 from agents.llm.base import Attachment, Message
 from agents.protocols import attachments
-from agents.protocols.a2a.dialects import METHODS, Dialect, Method, dialect_of
+from agents.protocols.a2a.dialects import METHODS, PUSH_METHODS, Dialect, Method, dialect_of
 from agents.protocols.a2a.errors import Path, RequestId, invalid_params
 
 MAX_HISTORY = 1000
@@ -109,6 +110,11 @@ class Call:
     listing: Listing | None = None  # list
     # send: answer at once with the working task, the run going on (the client polls it)
     returns_at_once: bool = False
+    # A push-notification config: set's, or a send's own (agents.protocols.a2a.push), and
+    # where its params put its URL; get's and delete's config id.
+    push: pb.TaskPushNotificationConfig | None = None
+    push_url_at: Path = ()
+    push_id: str = ""
 
     def refusal(self, error: A2AError) -> RpcRefusal:
         return RpcRefusal(error, self.request_id, self.dialect)
@@ -184,8 +190,10 @@ def speaks(dialect: Dialect, version: str) -> bool:
 
 def _read(call: Call, params: dict[str, Any]) -> Call:
     sending = call.method in (Method.SEND, Method.STREAM)
-    if call.method in (Method.PUSH_CONFIG, Method.EXTENDED_CARD):
+    if call.method is Method.EXTENDED_CARD:
         return call  # answered whatever the params say
+    if call.method in PUSH_METHODS:  # where webhooks are off, refused whatever the params
+        return _push(call, params) if settings.WEBHOOKS_ENABLED else call
     if call.method is Method.LIST:  # 1.0 only (dialects)
         return _listing(call, _proto(params, pb.ListTasksRequest()), params)
     if call.dialect is Dialect.V1:
@@ -194,7 +202,13 @@ def _read(call: Call, params: dict[str, Any]) -> Call:
             if not send.HasField("message"):
                 raise invalid_params([(("params", "message"), "a message is required")])
             at_once = send.configuration.return_immediately
-            return _with_message(call, send.message, at_once)
+            call = _with_message(call, send.message, at_once)
+            if send.configuration.HasField("task_push_notification_config"):
+                at = ("params", "configuration", "taskPushNotificationConfig", "url")
+                return replace(
+                    call, push=send.configuration.task_push_notification_config, push_url_at=at
+                )
+            return call
         query = _proto(
             params, pb.GetTaskRequest() if call.method is Method.GET else pb.CancelTaskRequest()
         )
@@ -207,11 +221,57 @@ def _read(call: Call, params: dict[str, Any]) -> Call:
     if sending:
         send = _pydantic(v03.MessageSendParams, params)
         at_once = send.configuration is not None and send.configuration.blocking is False
-        return _with_message(call, conversions.to_core_message(send.message), at_once)
+        call = _with_message(call, conversions.to_core_message(send.message), at_once)
+        if send.configuration is not None and send.configuration.push_notification_config:
+            push = conversions.to_core_push_notification_config(
+                send.configuration.push_notification_config
+            )
+            at = ("params", "configuration", "pushNotificationConfig", "url")
+            return replace(call, push=push, push_url_at=at)
+        return call
     if call.method is Method.GET:
         task = _pydantic(v03.TaskQueryParams, params)
         return _with_task(call, task.id, task.history_length)
     return _with_task(call, _pydantic(v03.TaskIdParams, params).id, None)
+
+
+def _push(call: Call, params: dict[str, Any]) -> Call:
+    """A push-notification config method's params, read into 1.0's types."""
+    push, push_id = None, ""
+    at: Path = ()
+    task_at: Path = ("params", "taskId") if call.dialect is Dialect.V1 else ("params", "id")
+    if call.method is Method.PUSH_SET:
+        if call.dialect is Dialect.V1:
+            push = _proto(params, pb.TaskPushNotificationConfig())
+            at = ("params", "url")
+        else:
+            compat = _pydantic(v03.TaskPushNotificationConfig, params)
+            push = conversions.to_core_task_push_notification_config(compat)
+            at, task_at = ("params", "pushNotificationConfig", "url"), ("params", "taskId")
+        task_id = push.task_id
+        if not push.url:
+            raise invalid_params([(at, "a push notification config needs a url")])
+    elif call.dialect is Dialect.V1:
+        query = _proto(params, _V1_QUERIES[call.method]())
+        task_id, push_id = query.task_id, getattr(query, "id", "")
+    else:
+        found = _pydantic(_V03_QUERIES[call.method], params)
+        task_id, push_id = found.id, getattr(found, "push_notification_config_id", None) or ""
+    if not task_id:
+        raise invalid_params([(task_at, "the task id is required")])
+    return replace(call, task_id=task_id, push=push, push_url_at=at, push_id=push_id)
+
+
+_V1_QUERIES: dict[Method, Any] = {
+    Method.PUSH_GET: pb.GetTaskPushNotificationConfigRequest,
+    Method.PUSH_LIST: pb.ListTaskPushNotificationConfigsRequest,
+    Method.PUSH_DELETE: pb.DeleteTaskPushNotificationConfigRequest,
+}
+_V03_QUERIES: dict[Method, type[BaseModel]] = {
+    Method.PUSH_GET: v03.GetTaskPushNotificationConfigParams,
+    Method.PUSH_LIST: v03.ListTaskPushNotificationConfigParams,
+    Method.PUSH_DELETE: v03.DeleteTaskPushNotificationConfigParams,
+}
 
 
 def _listing(call: Call, query: pb.ListTasksRequest, params: dict[str, Any]) -> Call:

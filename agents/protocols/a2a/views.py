@@ -25,7 +25,9 @@
   `ListTasks` (1.0 only: 0.3 has no `tasks/list`) pages the tasks `tasks/get` would read
   that were started over A2A, newest first. `GetExtendedAgentCard`
   (`agent/getAuthenticatedExtendedCard`) is the card with the caller's own view. The
-  push-notification config methods answer -32003: no webhooks yet.
+  push-notification config methods keep a task's configs (agents.protocols.a2a.push): its
+  caller sets and deletes them while it runs, whoever sees the task gets and lists them; a
+  send may carry one. Their deliveries are webhooks' (-32003 where webhooks are off).
   The endpoint is a 404, before its body is read, for a caller who may neither READ nor
   INVOKE the agent (AUDIT alone reads runs through /v1/runs).
 
@@ -76,7 +78,7 @@ from agents.access.permissions import Action
 from agents.configs import config_parse
 from agents.models import RUN_ENDED, Agent, AgentVersion, Run
 from agents.protocols.a2a.card import agent_card, card_json, extended_card
-from agents.protocols.a2a.dialects import Dialect, Method, card_dialect
+from agents.protocols.a2a.dialects import PUSH_METHODS, Dialect, Method, card_dialect
 from agents.protocols.a2a.encoder import (
     KEEPALIVE,
     STATES,
@@ -90,6 +92,15 @@ from agents.protocols.a2a.encoder import (
 )
 from agents.protocols.a2a.errors import Path, error_body, from_invalid, invalid_params
 from agents.protocols.a2a.following import Following, following_start
+from agents.protocols.a2a.push import (
+    config_json,
+    configs_json,
+    push_check,
+    push_config_delete,
+    push_config_get,
+    push_config_list,
+    push_config_set,
+)
 from agents.protocols.a2a.request import (
     PARTS,
     Call,
@@ -293,7 +304,8 @@ class _Started:
     invocation: Invocation | None = None
     queued: uuid.UUID | None = None  # a background run's id (a send that returns at once)
     context_id: str = ""
-    result: dict[str, Any] | None = None
+    result: Any = None  # answered at once (a push config method's may be null or a list)
+    answered: bool = False
     cancel: Run | None = None
     follow: Following | None = None
 
@@ -308,7 +320,7 @@ class A2AEndpointView(ProtocolView):
     async def post(self, request: Request, name: str) -> HttpResponseBase:
         try:
             started = await self.checked(self._start)(name)
-            if started.result is not None:
+            if started.answered or started.result is not None:
                 return _json(response(started.call.request_id, started.result))
             if started.cancel is not None:
                 return await self._cancel(started.call, started.cancel)
@@ -338,13 +350,8 @@ class A2AEndpointView(ProtocolView):
         if call.method is Method.EXTENDED_CARD:
             card = self._extended_card(agent_id, invocable, version_ref, reference)
             return _Started(call, result=card_json(card, call.dialect))
-        if call.method is Method.PUSH_CONFIG:
-            raise call.refusal(
-                PushNotificationNotSupportedError(
-                    "Push notifications are not supported yet (webhooks come in a later "
-                    "release): stream the task, or poll it with tasks/get (GetTask)"
-                )
-            )
+        if call.method in PUSH_METHODS:
+            return _Started(call, result=self._push(call, agent_id), answered=True)
         if invocable is None:
             raise PermissionDenied(
                 f"You do not have {Action.INVOKE.name} permission on this agent."
@@ -468,9 +475,68 @@ class A2AEndpointView(ProtocolView):
             )
         return following_start(run)
 
+    def _push(self, call: Call, agent_id: uuid.UUID) -> Any:
+        """A push-notification config method's result (agents.protocols.a2a.push)."""
+        if not settings.WEBHOOKS_ENABLED:
+            raise call.refusal(
+                PushNotificationNotSupportedError(
+                    "Push notifications are turned off on this server (WEBHOOKS_ENABLED): "
+                    "stream the task, or poll it with tasks/get (GetTask)"
+                )
+            )
+        run = self._run_of(call, agent_id, call.task_id)
+        if call.method is Method.PUSH_GET:
+            found = push_config_get(run_id=run.pk, config_id=call.push_id)
+            if found is None:
+                raise call.refusal(self._no_config(call))
+            return config_json(found, call.dialect)
+        if call.method is Method.PUSH_LIST:
+            return configs_json(push_config_list(run_id=run.pk), call.dialect)
+        if run.caller_id != self.request.user.pk:
+            raise call.refusal(
+                UnsupportedOperationError(
+                    "Only the caller who started a task may change its push notification configs"
+                )
+            )
+        if call.method is Method.PUSH_DELETE:
+            if not push_config_delete(run_id=run.pk, config_id=call.push_id):
+                raise call.refusal(self._no_config(call))
+            return {} if call.dialect is Dialect.V1 else None
+        assert call.push is not None
+        if run.status in RUN_ENDED:
+            raise call.refusal(
+                UnsupportedOperationError(
+                    f"Task '{run.pk}' is {run.status}: it has no updates left to push"
+                )
+            )
+        try:
+            push_check(call.push, call.push_url_at)
+        except A2AError as error:
+            raise call.refusal(error) from None
+        config = push_config_set(run_id=run.pk, config=call.push, dialect=call.dialect)
+        return config_json(config, call.dialect)
+
+    @staticmethod
+    def _no_config(call: Call) -> A2AError:
+        at: Path = (
+            ("params", "id")
+            if call.dialect is Dialect.V1
+            else (
+                "params",
+                "pushNotificationConfigId",
+            )
+        )
+        name = call.push_id or "(none)"
+        return invalid_params([(at, f"the task has no push notification config '{name}'")])
+
     def _invoke(self, call: Call, agent: Agent, version_ref: str) -> _Started:
         message = call.message
         assert message is not None
+        if call.push is not None:  # refused before the run opens
+            try:
+                push_check(call.push, call.push_url_at)
+            except A2AError as refused:
+                raise call.refusal(refused) from None
         if message.task_id:
             self._run_of(call, agent.pk, message.task_id)  # -32001 unless the caller sees it
             raise call.refusal(
@@ -490,11 +556,20 @@ class A2AEndpointView(ProtocolView):
         try:
             if call.returns_at_once:  # a background run; the client polls tasks/get
                 queued = _open_run(request, message, agent.agent_type, run_queue)
+                self._push_with_send(call, queued)
                 return _Started(call, queued=queued, context_id=context_id)
             invocation = _open_run(request, message, agent.agent_type, invocation_start)
         except A2AError as error:
             raise call.refusal(error) from None
+        self._push_with_send(call, invocation.run_id)
         return _Started(call, invocation=invocation, context_id=context_id)
+
+    @staticmethod
+    def _push_with_send(call: Call, run_id: uuid.UUID) -> None:
+        # Before the run's stream starts: its end, which makes the deliveries, comes after.
+        # (A queued run could, in principle, be taken and ended by a worker first.)
+        if call.push is not None:
+            push_config_set(run_id=run_id, config=call.push, dialect=call.dialect)
 
     # ------------------------------------------------------------ after it
 

@@ -217,12 +217,14 @@ out.pages = pages;
 // ---------------------------------------------------------------- push-notification config
 const taskId = sent[0].id;
 const config = { tenant: "", id: "c", taskId, url: "https://example.invalid/hook", token: "", authentication: undefined };
-out.push = [
-  await refusal(() => client.createTaskPushNotificationConfig(config)),
-  await refusal(() => client.getTaskPushNotificationConfig({ tenant: "", taskId, id: "c" })),
-  await refusal(() => client.listTaskPushNotificationConfig({ tenant: "", taskId, pageSize: 0, pageToken: "" })),
-  await refusal(() => client.deleteTaskPushNotificationConfig({ tenant: "", taskId, id: "c" })),
-];
+// The task has ended: a config for it is refused, so none is found, listed or deleted.
+const listed = await client.listTaskPushNotificationConfig({ tenant: "", taskId, pageSize: 0, pageToken: "" });
+out.push = {
+  create: await refusal(() => client.createTaskPushNotificationConfig(config)),
+  get: await refusal(() => client.getTaskPushNotificationConfig({ tenant: "", taskId, id: "c" })),
+  listed: listed.configs.length,
+  delete: await refusal(() => client.deleteTaskPushNotificationConfig({ tenant: "", taskId, id: "c" })),
+};
 
 // ---------------------------------------------------------------- the extended card
 const extended = await client.getAgentCard();

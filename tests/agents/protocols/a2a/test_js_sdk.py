@@ -104,7 +104,7 @@ def test_the_js_sdk_resolves_sends_subscribes_polls_streams_lists_and_reads_the_
         "interfaces": [["JSONRPC", "1.0", url], ["JSONRPC", "0.3", url]],
         "bearer": ["httpAuthSecurityScheme", "Bearer"],
         "streaming": True,
-        "pushNotifications": False,
+        "pushNotifications": True,
         "extendedAgentCard": True,
     }
     assert seen["protocolVersion"] == "1.0"
@@ -154,13 +154,13 @@ def test_the_js_sdk_resolves_sends_subscribes_polls_streams_lists_and_reads_the_
     assert {(page["pageSize"], page["totalSize"]) for page in pages} == {(2, total)}
     assert sum(page["artifacts"] for page in pages) == 0  # includeArtifacts: false
 
-    # The SDK refuses create, get and list itself (the card says pushNotifications: false);
-    # delete reaches the server, whose -32003 it reads as the same error.
-    assert [p["name"] for p in seen["push"]] == [
-        *["PushNotificationNotSupportedError"] * 3,
-        "JsonRpcPushNotificationNotSupportedError",
-    ]
-    assert "webhooks" in seen["push"][3]["message"]
+    # The card says pushNotifications: true, so the SDK sends the four methods; the task has
+    # ended, so a config for it is refused and none is found, listed or deleted.
+    push = seen["push"]
+    assert "no updates left to push" in push["create"]["message"]
+    assert "no push notification config 'c'" in push["get"]["message"]
+    assert push["listed"] == 0
+    assert "no push notification config 'c'" in push["delete"]["message"]
 
     [extension] = seen["extended"]["extensions"]
     assert extension["uri"] == EXTENDED_URI

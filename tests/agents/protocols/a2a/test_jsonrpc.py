@@ -226,13 +226,14 @@ def test_a_file_the_agents_model_cannot_read_is_content_type_not_supported(
         "tasks/pushNotificationConfig/delete",
     ],
 )
-def test_the_push_notification_methods_are_not_supported_yet(
-    owner_client: APIClient, calculator: Agent, method: str
+def test_the_push_notification_methods_are_refused_where_webhooks_are_off(
+    owner_client: APIClient, calculator: Agent, method: str, settings: Any
 ) -> None:
+    settings.WEBHOOKS_ENABLED = False
     refused = error(rpc(owner_client, method, {"id": "t-1", "taskId": "t-1"}))
 
     assert refused["code"] == -32003
-    assert "webhooks" in refused["message"]
+    assert "WEBHOOKS_ENABLED" in refused["message"]
 
 
 def _token(value: Any) -> str:

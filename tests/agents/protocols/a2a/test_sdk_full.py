@@ -14,9 +14,9 @@ from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.compat.v0_3 import types as v03
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import (
+    A2AError,
     ContentTypeNotSupportedError,
     InvalidParamsError,
-    PushNotificationNotSupportedError,
 )
 from a2a.utils.proto_utils import validate_proto_required_fields
 from django.test import override_settings
@@ -111,7 +111,7 @@ def test_the_card_has_the_shape_of_the_dialect_the_client_names(
     }
     assert raw["security"] == [{"bearer": []}]
     assert raw["supportsAuthenticatedExtendedCard"] is True
-    assert raw["capabilities"] == {"streaming": True, "pushNotifications": False}
+    assert raw["capabilities"] == {"streaming": True, "pushNotifications": True}
     assert "securityRequirements" not in raw
     card03 = v03.AgentCard.model_validate(raw)  # what 0.3's specification requires
     assert (card03.url, card03.protocol_version) == (base(port, "Calculator"), "0.3")
@@ -132,7 +132,7 @@ def test_the_card_has_the_shape_of_the_dialect_the_client_names(
     card10 = ParseDict(current, pb.AgentCard())
     validate_proto_required_fields(card10)  # what 1.0's proto marks REQUIRED
     assert card10.capabilities.extended_agent_card
-    assert not card10.capabilities.push_notifications
+    assert card10.capabilities.push_notifications
 
     listed = httpx.get(f"http://127.0.0.1:{port}/v1/a2a", headers={**auth, "A2A-Version": "1.0"})
     assert listed.json()["agents"] == [current]
@@ -210,17 +210,21 @@ def test_list_tasks_pages_the_callers_tasks_newest_first(
 
 @LIVE
 @pytest.mark.parametrize("version", ["1.0", "0.3"])
-def test_the_push_notification_config_methods_are_not_supported(
+def test_a_finished_task_takes_no_push_config_in_either_dialect(
     port: int, owner: Any, calculator: Agent, version: str
 ) -> None:
+    """The configs kept and delivered: tests/agents/protocols/a2a/test_push.py."""
     token = tok(owner)  # here: the database is not for the event loop's thread
     [task_id] = asyncio.run(send(port, tok(owner), 1))
     config = pb.TaskPushNotificationConfig(task_id=task_id, url="https://example.invalid/hook")
 
-    async def go() -> list[str]:
+    async def go() -> tuple[list[str], int]:
         refused = []
         async with session(token) as http:
             a2a = await client_of(http, port, version)
+            listed = await a2a.list_task_push_notification_configs(
+                pb.ListTaskPushNotificationConfigsRequest(task_id=task_id)
+            )
             calls = [
                 (a2a.create_task_push_notification_config, config),
                 (
@@ -228,23 +232,20 @@ def test_the_push_notification_config_methods_are_not_supported(
                     pb.GetTaskPushNotificationConfigRequest(task_id=task_id, id="c"),
                 ),
                 (
-                    a2a.list_task_push_notification_configs,
-                    pb.ListTaskPushNotificationConfigsRequest(task_id=task_id),
-                ),
-                (
                     a2a.delete_task_push_notification_config,
                     pb.DeleteTaskPushNotificationConfigRequest(task_id=task_id, id="c"),
                 ),
             ]
             for method, request in calls:
-                with pytest.raises(PushNotificationNotSupportedError) as caught:
+                with pytest.raises(A2AError) as caught:
                     await method(request)
                 refused.append(str(caught.value))
-        return refused
+        return refused, len(listed.configs)
 
-    refused = asyncio.run(go())
-    assert len(refused) == 4
-    assert all("webhooks" in message for message in refused)
+    refused, listed = asyncio.run(go())
+    assert listed == 0
+    assert "no updates left to push" in refused[0]
+    assert all("no push notification config 'c'" in message for message in refused[1:])
 
 
 @LIVE
