@@ -42,8 +42,7 @@ def overdue_schedule(agent: Agent, owner: Any, *, missed_hours: int = 3, **spec:
 @contextmanager
 def driven_beat() -> Iterator[Callable[[int], None]]:
     """Beat's scheduler in this process, as `celery beat` runs it: `passes(n)` runs n passes
-    of its loop (each sends what is due). Leaving the block is a beat killed: it records
-    nothing of what it sent."""
+    of its loop (each sends what is due, and records the send: CELERY_BEAT_SYNC_EVERY)."""
     scheduler = ScheduleScheduler(app=app)
 
     def passes(count: int) -> None:
@@ -53,8 +52,8 @@ def driven_beat() -> Iterator[Callable[[int], None]]:
     try:
         yield passes
     finally:
-        # Its finalizer would record what it sent whenever it is collected, from whichever
-        # thread: this beat was killed instead.
+        # Its finalizer would record again whenever it is collected, from whichever thread
+        # (closing that thread's connection, maybe in another test's transaction).
         scheduler._finalize.cancel()
 
 

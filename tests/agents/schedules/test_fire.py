@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 from guardian.shortcuts import remove_perm
 
@@ -60,14 +62,30 @@ def test_a_due_tick_starts_a_background_run_of_the_owner(calc: Agent, member: An
 
 def test_ticks_missed_while_beat_was_down_run_once(calc: Agent, member: Any) -> None:
     schedule = overdue_schedule(calc, member, missed_hours=3)  # three hourly ticks missed
+    task = PeriodicTask.objects.filter(pk=schedule.periodic_task_id)
 
     with driven_beat() as passes:
         passes(5)
+
+    assert len(runs_of(schedule, 1)) == 1
+    assert task.get().total_run_count == 1  # sent once, and recorded
+
+
+def test_a_beat_killed_before_it_recorded_its_send_sends_again_and_nothing_runs_twice(
+    calc: Agent, member: Any
+) -> None:
+    schedule = overdue_schedule(calc, member, missed_hours=3)
+    task = PeriodicTask.objects.filter(pk=schedule.periodic_task_id)
+    with driven_beat() as passes:
+        passes(1)
     runs_of(schedule, 1)
-    # Beat killed before it recorded what it sent: started again, it sends the tick again.
+    # As a beat killed between sending the tick and recording it leaves its row.
+    task.update(last_run_at=timezone.now() - timedelta(hours=3), total_run_count=0)
+
     with driven_beat() as passes:
         passes(5)
 
+    assert task.get().total_run_count == 1  # the restarted beat sent the tick again
     assert len(runs_of(schedule, 1)) == 1
 
 
