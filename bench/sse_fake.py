@@ -8,14 +8,16 @@ clients. Every answer is the same text, so a client can check order and loss: nu
 deltas (`<00>` … `<49>`), or with `--prose` the 2,000 characters of English prose in
 PROSE, one word a delta (with its leading space, as a model's tokens come).
 
-    python bench/sse_fake.py [--deltas 50] [--pause 0.04] [--prose] [--record]
+    python bench/sse_fake.py [--deltas 50] [--pause 0.04] [--prose] [--record] [--stamp]
 
 prints `port <n>` once listening, serves until SIGTERM, and answers `GET /stats` with the
 number of calls and the peak of streams open at once (`GET /stats/reset`: the same, then
 the peak starts again from the streams open now). With `--record` it keeps, for every
 call in the order they came, the `time.monotonic()` at which it wrote each event (the role
 chunk, the deltas, the finish chunk, the usage chunk, `[DONE]`), and answers them to
-`GET /calls`: on one machine that clock is the same in every process.
+`GET /calls`: on one machine that clock is the same in every process. With `--stamp` each
+delta's text ends with that clock as it was written (`<07>@0000012345.678901`), so a client
+reading it, directly or through any relay, knows how long it took to reach it.
 """
 
 from __future__ import annotations
@@ -69,6 +71,15 @@ def expected_text(deltas: int) -> str:
     return "".join(delta_text(n) for n in range(deltas))
 
 
+# A delta's stamp, written in when the delta is sent: the same width, so the chunk's length
+# (written before it) stays right.
+STAMP = "@" + "~" * 17
+
+
+def stamp_now() -> bytes:
+    return f"@{time.monotonic():017.6f}".encode()
+
+
 def sse(data: dict[str, Any] | str) -> bytes:
     text = data if isinstance(data, str) else json.dumps(data)
     payload = f"data: {text}\n\n".encode()
@@ -76,7 +87,9 @@ def sse(data: dict[str, Any] | str) -> bytes:
 
 
 class Fake:
-    def __init__(self, deltas: int | list[str], pause: float, record: bool = False) -> None:
+    def __init__(
+        self, deltas: int | list[str], pause: float, record: bool = False, stamp: bool = False
+    ) -> None:
         # A count of numbered deltas, or the delta texts themselves.
         self.texts = deltas if isinstance(deltas, list) else [delta_text(n) for n in range(deltas)]
         self.deltas = len(self.texts)
@@ -86,6 +99,7 @@ class Fake:
         self.peak = 0
         self.record = record
         self.sent: list[list[float]] = []  # with `record`: each call's write times
+        self.stamp = stamp
 
     def events(self, body: dict[str, Any]) -> list[bytes]:
         base: dict[str, Any] = {
@@ -105,7 +119,7 @@ class Fake:
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         return [
             chunk({"role": "assistant", "content": ""}),
-            *(chunk({"content": text}) for text in self.texts),
+            *(chunk({"content": text + (STAMP if self.stamp else "")}) for text in self.texts),
             chunk({}, "stop"),
             sse({**base, "choices": [], "usage": usage}),
             sse("[DONE]"),
@@ -158,6 +172,8 @@ class Fake:
                     await asyncio.sleep(self.pause)
                 if self.record:
                     sent.append(time.monotonic())
+                if self.stamp:
+                    event = event.replace(STAMP.encode(), stamp_now())
                 writer.write(event)
                 await writer.drain()
             writer.write(b"0\r\n\r\n")
@@ -195,8 +211,12 @@ async def main() -> None:
     parser.add_argument(
         "--record", action="store_true", help="keep each call's write times for GET /calls"
     )
+    parser.add_argument(
+        "--stamp", action="store_true", help="end each delta with the clock it was sent at"
+    )
     args = parser.parse_args()
-    fake = Fake(prose_deltas() if args.prose else args.deltas, args.pause, args.record)
+    deltas = prose_deltas() if args.prose else args.deltas
+    fake = Fake(deltas, args.pause, args.record, args.stamp)
     server = await asyncio.start_server(fake.serve, "127.0.0.1", 0, backlog=4096)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)

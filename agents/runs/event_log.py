@@ -6,7 +6,8 @@ a statement per text delta), and the rest goes in the run's final statement
 (agents.runs.record), so a run shorter than that writes no statement of its own for them.
 
 Following: `run_events_follow(run_id, after=N)` replays the stored events from index N,
-then polls for more until the run has ended, whatever process runs it.
+then follows the new ones (agents.runs.event_feed polls for every follower of the process
+at once) until the run has ended, whatever process runs it.
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ from typing import Any
 from django.db import connection
 
 from agentbuilder.db import in_db
-from agents.models import RUN_ENDED, Run, RunEvent, RunStatus
+from agents.models import RunEvent, RunStatus
 from agents.runs.event_codec import event_from_json, event_json, event_type
+from agents.runs.event_feed import run_read_next, runs_read
 from agents.runtime.events import Event, ResponseCompleted, ResponseFailed
 
 logger = logging.getLogger(__name__)
 
 FLUSH_SECONDS = 0.2
-FOLLOW_POLL_SECONDS = 0.2
 TERMINAL_TYPES = frozenset({event_type(ResponseCompleted), event_type(ResponseFailed)})
 
 
@@ -114,7 +115,10 @@ class RunFollower:
     """Async iterator of a run's (index, event) from index `after`: the stored ones, then
     the new ones as they are stored, until the run has ended and all of its are read.
     Then `status` and `error` are the run's end (a canceled or interrupted run ends without
-    a terminal event; its status says how it ended)."""
+    a terminal event; its status says how it ended).
+
+    The replay is a read of its own; after it, the follower waits on this process's one
+    poller of followed runs (agents.runs.event_feed)."""
 
     def __init__(self, run_id: uuid.UUID, after: int = 0) -> None:
         self.run_id = run_id
@@ -123,6 +127,7 @@ class RunFollower:
         self.error: dict[str, Any] | None = None
         self._ready: list[tuple[int, Event]] = []
         self._ended = False
+        self._replayed = False
 
     def __aiter__(self) -> RunFollower:
         return self
@@ -131,28 +136,19 @@ class RunFollower:
         while not self._ready:
             if self._ended:
                 raise StopAsyncIteration
-            status, error, rows = await in_db(self._read)()
-            self._ready = rows
-            if rows:
-                self.next = rows[-1][0] + 1
-            if status in RUN_ENDED:
-                # Read before its events: a run's end is stored with its last events, so
-                # the events read after an ended status are all of them.
-                self.status, self.error, self._ended = status, error, True
-            elif not rows:
-                await asyncio.sleep(FOLLOW_POLL_SECONDS)
+            if self._replayed:
+                read = await run_read_next(self.run_id, self.next)
+            else:
+                read = (await in_db(runs_read)({self.run_id: self.next}))[self.run_id]
+                self._replayed = True
+            self._ready = read.events
+            if read.events:
+                self.next = read.events[-1][0] + 1
+            if read.ended:
+                # Read in the same statement as its events: a run's end is stored with its
+                # last events, so the events read with an ended status are all of them.
+                self.status, self.error, self._ended = read.status, read.error, True
         return self._ready.pop(0)
-
-    def _read(self) -> tuple[str, dict[str, Any] | None, list[tuple[int, Event]]]:
-        status, error = Run.objects.filter(pk=self.run_id).values_list(
-            "status", "error"
-        ).first() or (RunStatus.FAILED, {"code": "not_found", "message": "the run does not exist"})
-        rows = (
-            RunEvent.objects.filter(run_id=self.run_id, index__gte=self.next)
-            .order_by("index")
-            .values_list("index", "event")
-        )
-        return status, error, [(index, event_from_json(event)) for index, event in rows]
 
 
 def run_events_follow(run_id: uuid.UUID, after: int = 0) -> RunFollower:

@@ -49,7 +49,9 @@ class Turn:
     delay: seconds before the response starts; pause: seconds between events;
     hang: seconds to hold the stream open after the content, before it ends;
     error_after: after this many events, send the protocol's mid-stream error instead;
-    cut_after: after this many events, drop the connection.
+    cut_after: after this many events, drop the connection;
+    gate: a semaphore the fake takes before each event after the first, so a test lets
+    the answer go on as far as its own work has come (counted, not timed).
     """
 
     text: tuple[str, ...] | list[str] = ()
@@ -61,6 +63,7 @@ class Turn:
     hang: float = 0.0
     error_after: int | None = None
     cut_after: int | None = None
+    gate: threading.Semaphore | None = None
 
 
 @dataclass(frozen=True)
@@ -260,6 +263,8 @@ class FakeHandler(BaseHTTPRequestHandler):
                 return
             if number and not self.wait(turn.pause):
                 raise ClientGone
+            if number and turn.gate is not None and not self.take(turn.gate):
+                raise ClientGone
             self.send_chunk(event)
         self.end_stream()
 
@@ -274,6 +279,18 @@ class FakeHandler(BaseHTTPRequestHandler):
                     return False
                 time.sleep(step)  # bytes from the client, not its end: keep waiting
         return not self.fake.stopping.is_set()
+
+    def take(self, gate: threading.Semaphore) -> bool:
+        """Wait for the gate, watching the socket: False as soon as the client has closed
+        it (or the fake stops)."""
+        while not gate.acquire(timeout=0.05):
+            if not self.wait(0.0) or self._client_closed_now():
+                return False
+        return True
+
+    def _client_closed_now(self) -> bool:
+        readable, _, _ = select.select([self.connection], [], [], 0)
+        return bool(readable) and self._client_closed()
 
     def _client_closed(self) -> bool:
         try:
