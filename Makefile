@@ -35,7 +35,8 @@ setup: $(VENV)/.installed
 
 # `exec`: a SIGTERM to make reaches uvicorn itself, not a shell that would leave it running.
 # The lifespan on: at its start-up the server renews leases and sweeps the runs a killed
-# one left (agentbuilder.asgi), with no request to wait for. No proxy headers: nothing
+# one left (agentbuilder.asgi), with no request to wait for, and, with no broker, runs
+# Celery beat in a thread, which fires the schedules (agentbuilder.beat). No proxy headers: nothing
 # stands in front of this server, so a caller's X-Forwarded-For must not become its address.
 # On SIGTERM the live runs have SHUTDOWN_GRACE_SECONDS to finish, then end `interrupted`
 # (agentbuilder.shutdown); uvicorn's own limit, 5 s later, cuts what else still streams.
