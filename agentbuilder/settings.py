@@ -287,6 +287,9 @@ SHUTDOWN_GRACE_SECONDS = env.int("SHUTDOWN_GRACE_SECONDS", default=30)
 # RUN_QUEUE_TIMEOUT_SECONDS (agents.runs.background).
 RUN_QUEUE_LEASE_SECONDS = env.float("RUN_QUEUE_LEASE_SECONDS", default=120.0)
 RUN_QUEUE_TIMEOUT_SECONDS = env.float("RUN_QUEUE_TIMEOUT_SECONDS", default=3600.0)
+# A run's stored events (GET /v1/runs/{id}/events) are kept this many seconds after it
+# ended, then pruned by the liveness passes (agents.runs.event_prune).
+RUN_EVENTS_TTL = env.float("RUN_EVENTS_TTL", default=86400.0)
 # Classes (dotted paths) that see every run's events and may stop a run: budgets,
 # approvals, telemetry plug in here (agents.runs.hooks).
 RUN_HOOKS = env.list("RUN_HOOKS", default=[])

@@ -10,7 +10,10 @@ stamped with the clock it was sent at. Two bursts of N runs at once (default 500
 - direct: N POST .../invoke-stream, each stream read to its end (the baseline);
 - followed: N runs started without a stream (A2A `message/send` with `blocking: false`: the
   server runs them itself, agents.runs.detached), each followed from index 0 by one client
-  of GET /v1/runs/{id}/events to its end.
+  of GET /v1/runs/{id}/events to its end;
+- sent: the same N sends, nobody following (the benchmark waits for the runs' rows to say
+  they ended): what starting runs this way costs without the following, so that followed
+  minus sent is what following costs.
 
 Checks that every stream of both has every delta in order and ends completed. Prints, for
 each burst: the server's CPU time (its process's user + system), the PostgreSQL
@@ -103,23 +106,29 @@ async def direct(client: httpx.AsyncClient, base: str, agent_id: str, token: str
     return stream
 
 
-async def followed(client: httpx.AsyncClient, base: str, agent_name: str, token: str) -> Stream:
-    stream = Stream()
+async def send(client: httpx.AsyncClient, base: str, agent_name: str, token: str) -> str:
+    """An A2A send that does not block: the run's id."""
     headers = {"Authorization": f"Bearer {token}"}
     message = {
         "messageId": str(uuid.uuid4()),
         "role": "user",
         "parts": [{"kind": "text", "text": REQUEST["messages"][0]["content"]}],
     }
-    send = {
+    body = {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "message/send",
         "params": {"message": message, "configuration": {"blocking": False}},
     }
+    answer = await client.post(f"{base}/v1/a2a/{agent_name}", json=body, headers=headers)
+    return str(answer.json()["result"]["id"])
+
+
+async def followed(client: httpx.AsyncClient, base: str, agent_name: str, token: str) -> Stream:
+    stream = Stream()
+    headers = {"Authorization": f"Bearer {token}"}
     try:
-        answer = await client.post(f"{base}/v1/a2a/{agent_name}", json=send, headers=headers)
-        run_id = answer.json()["result"]["id"]
+        run_id = await send(client, base, agent_name, token)
         url = f"{base}/v1/runs/{run_id}/events"
         async with client.stream("GET", url, headers=headers) as response:
             await read_lines(response, stream)
@@ -193,8 +202,17 @@ async def drive(one: Client, count: int) -> list[Stream]:
         return await asyncio.gather(*(one(client, i) for i in range(count)))
 
 
-def burst(db: Database, server: Server, name: str, one: Client, count: int) -> Burst:
+def burst(
+    db: Database,
+    server: Server,
+    name: str,
+    one: Client,
+    count: int,
+    ended: Callable[[], bool] = lambda: True,
+) -> Burst:
     asyncio.run(drive(one, 1))  # a warm-up: the burst does not pay for lazy imports
+    while not ended():
+        time.sleep(0.2)
     print(f"{name}: {count} runs at once (server pid {server.pid})", flush=True)
     watch = Transactions(db)
     before_tx = watch.count()
@@ -202,6 +220,8 @@ def burst(db: Database, server: Server, name: str, one: Client, count: int) -> B
     try:
         before, started = cpu_seconds(server.pid), time.perf_counter()
         streams = asyncio.run(drive(one, count))
+        while not ended():  # runs nobody follows: until their rows say they ended
+            time.sleep(0.2)
         wall = time.perf_counter() - started
         time.sleep(0.5)  # each run is saved after its last byte
         cpu = cpu_seconds(server.pid) - before
@@ -253,7 +273,7 @@ def report(bursts: list[Burst], count: int) -> bool:
     ]
     print(f"\n{count} runs, {DELTAS} deltas {PAUSE * 1000:.0f} ms apart, one uvicorn process")
     print(table(headers, rows))
-    baseline, follow = bursts
+    baseline, follow, sent = bursts
     cpu = ratio(follow.cpu, baseline.cpu)
     print(
         f"followed / direct: server CPU {cpu:.2f}x (goal <= {CPU_GOAL}x: "
@@ -262,7 +282,14 @@ def report(bursts: list[Burst], count: int) -> bool:
         f"{percentile(follow.delays(), 50) * 1000:.0f} ms vs "
         f"{percentile(baseline.delays(), 50) * 1000:.0f} ms"
     )
-    return all(b.exact() == len(b.streams) for b in bursts)
+    following = follow.cpu - sent.cpu
+    print(
+        f"following alone (followed - sent): {following:.1f} s of server CPU, "
+        f"{following / count * 1000:.1f} ms a follower, "
+        f"{ratio(following, baseline.cpu):.2f}x the direct streams' whole CPU; "
+        f"starting runs by A2A sends, unfollowed: {ratio(sent.cpu, baseline.cpu):.2f}x direct"
+    )
+    return all(b.exact() == len(b.streams) for b in bursts[:2])
 
 
 def measure(db: Database, count: int) -> tuple[bool, list[Burst]]:
@@ -287,17 +314,25 @@ def measure(db: Database, count: int) -> tuple[bool, list[Burst]]:
             async def one_followed(client: httpx.AsyncClient, i: int) -> Stream:
                 return await followed(client, base, name, tokens[i % len(tokens)])
 
+            async def one_sent(client: httpx.AsyncClient, i: int) -> Stream:
+                await send(client, base, name, tokens[i % len(tokens)])
+                return Stream()
+
+            def all_ended() -> bool:
+                return set(run_counts(data.agent_id)) <= {"completed", "failed", "canceled"}
+
             bursts = [
                 burst(db, server, "direct", one_direct, count),
                 burst(db, server, "followed", one_followed, count),
+                burst(db, server, "sent", one_sent, count, all_ended),
             ]
             problems = server.problem_summary()
     finally:
         stop_process(fake)
     ok = report(bursts, count)
     runs = run_counts(data.agent_id)
-    print(f"runs recorded (two warm-ups included): {runs}")
-    ok = ok and runs.get("completed", 0) == 2 * count + 2
+    print(f"runs recorded (three warm-ups included): {runs}")
+    ok = ok and runs.get("completed", 0) == 3 * count + 3
     if problems:
         print("server log (each line counted, tracebacks' frames left out):")
         for line in problems[:10]:
@@ -318,7 +353,7 @@ def main() -> int:
         ok, bursts = measure(db, count)
     finally:
         db.close()
-    baseline, follow = bursts
+    baseline, follow, _ = bursts
     print(f"\ndone; {machine()}")
     print(  # the last line, for scripts
         f"run events: followed/direct CPU {ratio(follow.cpu, baseline.cpu):.2f}x, "

@@ -30,7 +30,11 @@ from agents.admin.forms import (
 )
 from agents.examples import TEMPLATES
 from agents.models import Agent, AgentType, AgentVersion, Environment
-from agents.protocols.playground.views import PlaygroundStreamView, playground_page
+from agents.protocols.playground.views import (
+    PlaygroundCancelView,
+    PlaygroundStreamView,
+    playground_page,
+)
 from agents.selectors.agents import agent_get
 from agents.services.agents import agent_create, agent_delete, agent_update
 from agents.services.config_check import config_validate
@@ -252,6 +256,11 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
                 "<str:object_id>/playground/stream/",
                 stream,
                 name="agents_agent_playground_stream",
+            ),
+            path(
+                "<str:object_id>/playground/runs/<str:run_id>/cancel/",
+                PlaygroundCancelView.as_view(),
+                name="agents_agent_playground_cancel",
             ),
             *super().get_urls(),
         ]

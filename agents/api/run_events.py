@@ -22,7 +22,14 @@ from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid
 from agents.models import RunStatus
 from agents.protocols.native.encoder import NdjsonEncoder
-from agents.runs.event_log import RunFollower, run_event_at, run_events_follow, run_terminal_stored
+from agents.runs.event_feed import Read
+from agents.runs.event_log import (
+    RunFollower,
+    run_event_at,
+    run_events_follow,
+    run_replay,
+    run_terminal_stored,
+)
 from agents.runs.pacing import paced
 from agents.runs.stream import CANCELED
 from agents.runtime.events import Event, ResponseCompleted, ResponseFailed
@@ -39,11 +46,13 @@ LAST_INDEX = 2**31 - 1
 @dataclass(frozen=True)
 class EventsStart:
     """Where a follower of `run_id` starts: at index `after`, its encoder primed with the
-    run's first event (the response id every line carries) when that is before `after`."""
+    run's first event (the response id every line carries) when that is before `after`,
+    and the run as read from there."""
 
     run_id: uuid.UUID
     after: int
     head: Event | None
+    replay: Read
 
 
 def resume_after(last_event_id: str | None, after: int) -> int:
@@ -61,9 +70,11 @@ def resume_after(last_event_id: str | None, after: int) -> int:
 
 
 def events_start(run_id: uuid.UUID, after: int) -> EventsStart:
-    """In a database hop: the first event, read when the follower starts past it."""
+    """In a database hop (the view's first): the stored events from where the follower
+    starts, and the first event when that is past it."""
     head = run_event_at(run_id, 0) if after > 0 else None
-    return EventsStart(run_id, after, head)
+    follow_from = after if after == 0 or head is not None else 0
+    return EventsStart(run_id, after, head, run_replay(run_id, follow_from))
 
 
 class Frames:
@@ -85,7 +96,8 @@ class Frames:
 
 async def event_frames(start: EventsStart, frames: Frames) -> AsyncIterator[bytes]:
     """The run's lines from `start.after` to its end, a keep-alive frame each
-    KEEPALIVE_SECONDS of silence. The client leaving stops the following, not the run."""
+    KEEPALIVE_SECONDS of silence. The client leaving stops the following, not the run.
+    The lines read together (a replay, a tick's) go out in one write."""
     encoder = NdjsonEncoder()
     follow_from = start.after
     if start.after > 0:
@@ -93,19 +105,22 @@ async def event_frames(start: EventsStart, frames: Frames) -> AsyncIterator[byte
             encoder.line(start.head)
         else:  # not stored yet (a queued run): read it on the way, show from `after`
             follow_from = 0
-    follower = run_events_follow(start.run_id, after=follow_from)
+    follower = run_events_follow(start.run_id, after=follow_from, replay=start.replay)
     ended = False
     async with aclosing(paced(follower, KEEPALIVE_SECONDS)) as beats:
         async for item in beats:
             if item is None:
                 yield frames.keepalive
                 continue
-            index, event = item
-            line = encoder.line(event)
-            if line is None or index < start.after:
-                continue
-            ended = isinstance(event, ResponseCompleted | ResponseFailed)
-            yield frames.frame(line, index)
+            chunk = []
+            for index, event in (item, *follower.take_ready()):
+                line = encoder.line(event)
+                if line is None or index < start.after:
+                    continue
+                ended = isinstance(event, ResponseCompleted | ResponseFailed)
+                chunk.append(frames.frame(line, index))
+            if chunk:
+                yield b"".join(chunk)
     if ended:
         return
     last = await _end_without_event(follower)

@@ -24,7 +24,7 @@ from django.db import connection
 from agentbuilder.db import in_db
 from agents.models import RunEvent, RunStatus
 from agents.runs.event_codec import event_from_json, event_json, event_type
-from agents.runs.event_feed import run_read_next, runs_read
+from agents.runs.event_feed import Read, run_read_next, runs_read
 from agents.runtime.events import Event, ResponseCompleted, ResponseFailed
 
 logger = logging.getLogger(__name__)
@@ -120,17 +120,24 @@ class RunFollower:
     The replay is a read of its own; after it, the follower waits on this process's one
     poller of followed runs (agents.runs.event_feed)."""
 
-    def __init__(self, run_id: uuid.UUID, after: int = 0) -> None:
+    def __init__(self, run_id: uuid.UUID, after: int = 0, replay: Read | None = None) -> None:
         self.run_id = run_id
         self.next = after
         self.status: str = RunStatus.IN_PROGRESS
         self.error: dict[str, Any] | None = None
         self._ready: list[tuple[int, Event]] = []
         self._ended = False
+        self._replay = replay  # the first read, made already (in its caller's hop)
         self._replayed = False
 
     def __aiter__(self) -> RunFollower:
         return self
+
+    def take_ready(self) -> list[tuple[int, Event]]:
+        """The events read already and not yet taken (no wait): a stream writes them in
+        one chunk with the one `__anext__` gave, not one write each."""
+        ready, self._ready = self._ready, []
+        return ready
 
     async def __anext__(self) -> tuple[int, Event]:
         while not self._ready:
@@ -138,6 +145,8 @@ class RunFollower:
                 raise StopAsyncIteration
             if self._replayed:
                 read = await run_read_next(self.run_id, self.next)
+            elif self._replay is not None:
+                read, self._replayed = self._replay, True
             else:
                 read = (await in_db(runs_read)({self.run_id: self.next}))[self.run_id]
                 self._replayed = True
@@ -151,10 +160,16 @@ class RunFollower:
         return self._ready.pop(0)
 
 
-def run_events_follow(run_id: uuid.UUID, after: int = 0) -> RunFollower:
+def run_events_follow(run_id: uuid.UUID, after: int = 0, replay: Read | None = None) -> RunFollower:
     """The run's events from index `after`, replayed then followed live to the run's end,
-    from any process (see RunFollower for how it ends)."""
-    return RunFollower(run_id, after)
+    from any process (see RunFollower for how it ends). `replay`: the run as `run_replay`
+    read it from `after`, in a database hop the caller made anyway."""
+    return RunFollower(run_id, after, replay)
+
+
+def run_replay(run_id: uuid.UUID, after: int) -> Read:
+    """The run's status and its stored events from index `after` (one statement)."""
+    return runs_read({run_id: after})[run_id]
 
 
 def run_event_at(run_id: uuid.UUID, index: int) -> Event | None:

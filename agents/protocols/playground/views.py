@@ -18,8 +18,10 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
+from rest_framework.response import Response
 
 from agentbuilder.api.paths import path_uuid
+from agentbuilder.api.views import ApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid, NotFound
 from agentbuilder.users import User, request_user
@@ -33,6 +35,7 @@ from agents.runtime.events import Event, ResponseCompleted
 from agents.selectors.agents import agent_get_invocable
 from agents.selectors.aliases import alias_list
 from agents.selectors.versions import version_ref_parse
+from agents.services.runs import run_cancel_request
 from retrieval.selectors import document_titles
 
 PROTOCOL = "playground"
@@ -58,6 +61,7 @@ def playground_page(site: AdminSite, request: HttpRequest, object_id: str) -> Te
             ],
             "streamUrl": reverse("admin:agents_agent_playground_stream", args=[agent.pk]),
             "runUrl": reverse("admin:agents_run_change", args=[NO_RUN]),
+            "cancelUrl": reverse("admin:agents_agent_playground_cancel", args=[agent.pk, NO_RUN]),
             "noRun": NO_RUN,
         },
     }
@@ -120,6 +124,27 @@ class PlaygroundStreamView(ProtocolView):
             thread_id="" if is_task else body.thread_id or "",
         )
         return invocation_start(request), body
+
+
+class PlaygroundCancelView(ApiView):
+    """The playground's Stop: POST asks the turn's run to end `canceled`, wherever it runs
+    (as POST /v1/runs/{id}/cancel does): behind a load balancer the POST may reach another
+    process than the one streaming the turn, which the run's cancel flag reaches within a
+    poll. 202, or the cancel route's 404 and 409. Session and CSRF, staff only."""
+
+    authentication_classes = [SessionAuthentication]
+    permission_classes = [IsAdminUser]
+    conflicts = True  # a run that has ended
+
+    @extend_schema(exclude=True)
+    def post(self, request: Request, object_id: str, run_id: str) -> Response:
+        agent_id = path_uuid(object_id, "object_id", "an agent id")
+        run = path_uuid(run_id, "run_id", "a run id")
+        agent = agent_get_invocable(user=self.request.user, agent_id=agent_id)
+        asked = run_cancel_request(
+            user=self.request.user, environment=agent.environment, run_id=run
+        )
+        return Response({"id": str(asked.pk), "status": asked.status}, status=202)
 
 
 def _check_version(ref: str) -> None:

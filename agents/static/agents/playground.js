@@ -12,6 +12,8 @@
   const taskForm = document.getElementById("playground-task");
   let threadId = newThreadId();
   let busy = false;
+  // The turn streaming now: its run (from the answer's X-Run-Id) and the fetch's abort.
+  let streaming = null;
 
   // ------------------------------------------------------------------ small helpers
 
@@ -50,7 +52,31 @@
       const button = document.getElementById(id);
       if (button) button.disabled = value;
     }
+    stopButton.hidden = !value;
   }
+
+  // Stop asks the run to end canceled wherever it runs (the server process that answers
+  // this POST may not be the one streaming the turn); the stream then ends with the
+  // canceled line. If the cancel cannot be asked, the page stops reading instead.
+  const stopButton = document.getElementById("playground-stop");
+  stopButton.addEventListener("click", async () => {
+    const turn = streaming;
+    if (!turn) return;
+    stopButton.disabled = true;
+    try {
+      if (!turn.runId) throw new Error("no run yet");
+      const response = await fetch(settings.cancelUrl.replace(settings.noRun, turn.runId), {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "X-CSRFToken": csrf },
+      });
+      if (response.status !== 202) throw new Error(`the server answered ${response.status}`);
+    } catch (_) {
+      turn.abort.abort();
+    } finally {
+      stopButton.disabled = false;
+    }
+  });
 
   // ------------------------------------------------------------------ one turn
 
@@ -187,6 +213,7 @@
   }
 
   async function send(payload, turn) {
+    streaming = { runId: null, abort: new AbortController() };
     setBusy(true);
     try {
       const response = await fetch(settings.streamUrl, {
@@ -194,7 +221,9 @@
         credentials: "same-origin",
         headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
         body: JSON.stringify({ version: versionSelect.value, ...payload }),
+        signal: streaming.abort.signal,
       });
+      streaming.runId = response.headers.get("X-Run-Id");
       if (!response.ok) {
         let body = null;
         try {
@@ -208,8 +237,10 @@
       await readLines(response.body, (line) => turn.handle(line));
       if (!turn.ended) turn.fail("The stream ended before the answer did.");
     } catch (error) {
-      turn.fail(`The request failed: ${error.message}`);
+      const stopped = error.name === "AbortError";
+      turn.fail(stopped ? "Stopped." : `The request failed: ${error.message}`);
     } finally {
+      streaming = null;
       setBusy(false);
     }
   }

@@ -3,7 +3,8 @@ platform in real uvicorn processes on one test database (tests/live.py), the mod
 OpenAI server: a run started in one process is followed live from another; a follower that
 leaves and comes back a hundred times during one run assembles the run's events once each,
 in order; a run canceled from another process than the one running it ends its followers'
-streams with the canceled line, and its invoke-stream too.
+streams with the canceled line, and its invoke-stream too; so does the playground's Stop
+sent to another process than the one streaming the turn.
 
 No wall-clock limit: the runs the followers leave and rejoin advance only as far as the
 follower has come (the fake model's gate), and each wait has a deadline a loaded machine
@@ -21,8 +22,11 @@ from typing import Any
 
 import httpx
 import pytest
+from django.test import Client
+from django.urls import reverse
 
 from agents.models import Agent, Run, RunEvent
+from tests.factories import UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Turn
 from tests.live import (  # noqa: F401 (the fixtures counter, model, not_sweeping_here, token)
@@ -202,4 +206,43 @@ def test_a_run_canceled_from_another_process_ends_its_followers_and_its_stream_c
     assert lines_followed[-1]["response"]["error"]["code"] == "canceled"
     assert "index" not in lines_followed[-1]
     assert again[-1] == lines_followed[-1]  # however late the follower comes
+    assert model.disconnected.wait(10), "the model call in process a was not abandoned"
+
+
+def test_the_playgrounds_stop_sent_to_another_process_ends_the_turn_canceled(
+    model: FakeOpenAI, counter: Agent, two_servers: tuple[int, int]
+) -> None:
+    model.fallback = Turn(text=["Counting: ", "one, "], pause=0.05, hang=300)
+    a, b = two_servers
+    staff = UserFactory(username="staff", is_staff=True, is_superuser=True)
+    browser = Client()
+    browser.force_login(staff)
+    browser.get(reverse("admin:index"))  # sets the CSRF cookie
+    cookies = {name: morsel.value for name, morsel in browser.cookies.items()}
+    headers = {"X-CSRFToken": cookies["csrftoken"]}
+    stream_path = reverse("admin:agents_agent_playground_stream", args=[counter.pk])
+    turn = {"version": "latest", "message": "Count slowly."}
+
+    with (
+        httpx.Client(base_url=f"http://127.0.0.1:{a}", cookies=cookies, timeout=PATIENCE) as on_a,
+        httpx.Client(base_url=f"http://127.0.0.1:{b}", cookies=cookies, timeout=PATIENCE) as on_b,
+        on_a.stream("POST", stream_path, json=turn, headers=headers) as stream,  # process a
+    ):
+        assert stream.status_code == 200
+        run_id = stream.headers["X-Run-Id"]
+        lines = stream.iter_lines()
+        read = []
+        while "one, " not in json.dumps(read):  # both deltas: the run waits on the model
+            read.append(json.loads(next(lines)))
+        cancel = reverse("admin:agents_agent_playground_cancel", args=[counter.pk, run_id])
+        stopped = on_b.post(cancel, headers=headers)  # the Stop, received by process b
+        rest = [json.loads(line) for line in lines if line]
+        again = on_b.post(cancel, headers=headers)
+
+    assert stopped.status_code == 202, stopped.text
+    assert [line["type"] for line in rest] == ["failed"]
+    assert rest[-1]["code"] == "canceled"
+    run = Run.objects.get(pk=run_id)
+    assert (run.protocol, run.status) == ("playground", "canceled")
+    assert again.status_code == 409  # ended: nothing left to stop
     assert model.disconnected.wait(10), "the model call in process a was not abandoned"
