@@ -307,6 +307,9 @@ class Run(models.Model):
     # A background run: when it was queued (its `started_at` is when a worker took it), and
     # the request it runs, kept until a worker claims it (agents.runs.background).
     queued_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The id the client gave the request that started the run (MCP's JSON-RPC id), so that
+    # its cancel (`notifications/cancelled`) finds the run from any process.
+    client_request_id = models.CharField(max_length=100, blank=True, editable=False)
     request = models.JSONField(null=True, blank=True, editable=False)
     # The schedule whose tick started it (protocol `schedule`, agents.schedules).
     schedule = models.ForeignKey(

@@ -44,6 +44,8 @@ class RunRequest:
     client_tools: tuple[ToolSpec, ...] = ()
     tool_choice: ToolChoice = field(default_factory=ToolChoice)
     parallel_tool_calls: bool = True
+    # The client's own id of the request (MCP's JSON-RPC id), which its cancel names.
+    client_request_id: str = ""
     # How many agent calls led to this one (agents.runtime.depth): 0 for a client's own.
     call_depth: int = 0
     # The schedule whose tick asks for it (agents.schedules), kept on its run.

@@ -147,6 +147,7 @@ def _run(request: RunRequest, target: RunTarget) -> Run:
         messages=[message_json(m) for m in request.messages],
         lease_until=liveness.lease_expiry(),
         schedule_id=request.schedule_id,
+        client_request_id=request.client_request_id,
         webhook=request.webhook.stored() if request.webhook is not None else None,
     )
 

@@ -11,7 +11,7 @@ from django.db.models import Q, QuerySet
 from agentbuilder.errors import NotFound
 from agentbuilder.users import User
 from agents.access.permissions import Action, held_array, may
-from agents.models import Agent, Environment, Run
+from agents.models import Agent, Environment, Run, RunStatus
 
 
 def runs_visible(*, user: User, environment: Environment | None = None) -> QuerySet[Run]:
@@ -50,6 +50,21 @@ def run_list(
     if schedule_id:
         runs = runs.filter(schedule_id=schedule_id)
     return runs.order_by("-started_at", "-id")
+
+
+def runs_live_by_client_request(
+    *, user: User, protocol: str, client_request_id: str
+) -> list[uuid.UUID]:
+    """The caller's runs not ended yet that a request of that protocol with that client id
+    started (an id a client may use again later: ended runs are not its)."""
+    return list(
+        Run.objects.filter(
+            caller=user,
+            protocol=protocol,
+            client_request_id=client_request_id,
+            status__in=(RunStatus.QUEUED, RunStatus.IN_PROGRESS),
+        ).values_list("pk", flat=True)
+    )
 
 
 def run_get(*, user: User, environment: Environment, run_id: uuid.UUID) -> Run:

@@ -16,7 +16,10 @@ by its own rules rather than ALLOWED_HOSTS', answers in plain text (421 for a ho
 runs inside the transport, after authentication.
 
 Then the body, read here (within the SDK's own size limit) and handed on to it unchanged,
-is held to agents.protocols.mcp_server.envelope: bounded echoed fields, storable text.
+is held to agents.protocols.mcp_server.envelope: bounded echoed fields, storable text. A
+`notifications/cancelled` is acted on here, before the SDK acknowledges it: the SDK tracks
+requests within one stateless exchange only and drops it, while the run it names may be
+running in any process (agents.protocols.mcp_server.server.cancel_requested).
 
 Stateless: every POST stands alone (no `Mcp-Session-Id`), so the web tier keeps no state
 of its own and any worker of any host can answer any request (docs/architecture.md#decisions).
@@ -59,7 +62,12 @@ from agents.access.authentication import BearerTokenAuthentication
 from agents.access.environments import environment_resolve
 from agents.protocols.mcp_server.envelope import Refusal, refusal
 from agents.protocols.mcp_server.request import Caller
-from agents.protocols.mcp_server.server import CALLER_KEY, HANDLERS_KEY, server
+from agents.protocols.mcp_server.server import (
+    CALLER_KEY,
+    HANDLERS_KEY,
+    cancel_requested,
+    server,
+)
 from agents.runs.request import call_depth_of
 
 PATH = "/v1/mcp"
@@ -173,16 +181,31 @@ async def read_body(receive: Receive, limit: int) -> tuple[bytes | None, Receive
     return body, replay
 
 
-def envelope_refusal(body: bytes | None) -> Refusal | None:
-    """agents.protocols.mcp_server.envelope's refusal of the body, if it parses; what
-    does not parse, or is too large, is left to the SDK to answer."""
+# The body's JSON, or this when it does not parse or is too large: left to the SDK to answer.
+UNREAD = object()
+
+
+def parsed(body: bytes | None) -> object:
     if body is None:
-        return None
+        return UNREAD
     try:
-        message = json.loads(body)
+        return json.loads(body)
     except (ValueError, RecursionError):
+        return UNREAD
+
+
+def envelope_refusal(message: object) -> Refusal | None:
+    """agents.protocols.mcp_server.envelope's refusal of the parsed body, if any."""
+    return None if message is UNREAD else refusal(message)
+
+
+def cancel_params(message: object) -> object | None:
+    """The params of a `notifications/cancelled` (parsed); None for any other body."""
+    if not isinstance(message, dict) or message.get("method") != "notifications/cancelled":
         return None
-    return refusal(message)
+    if "id" in message:  # a request, not a notification: the SDK refuses it
+        return None
+    return message.get("params")
 
 
 async def refuse_message(found: Refusal, send: Send) -> None:
@@ -252,10 +275,14 @@ class McpEndpoint:
                 await refuse(exceptions.MethodNotAllowed(scope["method"]), send)
                 return
             body, receive = await read_body(receive, max_body_bytes(PATH))
-            found = envelope_refusal(body)
+            message = parsed(body)
+            found = envelope_refusal(message)
             if found is not None:
                 await refuse_message(found, send)
                 return
+            cancel = cancel_params(message)
+            if cancel is not None:  # then the SDK acknowledges it, as any notification
+                await in_db(cancel_requested)(caller, cancel)
             handlers: set[asyncio.Task[Any]] = set()
             scope = {**scope, CALLER_KEY: caller, HANDLERS_KEY: handlers}
             await manager.handle_request(scope, receive, send)

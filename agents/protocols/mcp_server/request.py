@@ -50,6 +50,10 @@ class ChatArguments(CamelModel):
         return value
 
 
+# The run keeps ids this long (Run.client_request_id); a longer one cannot be canceled.
+MAX_CLIENT_REQUEST_ID = 100
+
+
 def tool_reference(name: str) -> tuple[str, str]:
     """(agent name, version ref) of a tool name: `calculator` runs the latest version,
     `calculator@3` or `calculator@prod` another. Raises Invalid at `name`."""
@@ -69,7 +73,11 @@ def tool_reference(name: str) -> tuple[str, str]:
 
 
 def run_request(
-    caller: Caller, agent: Agent, version_ref: str, arguments: dict[str, Any] | None
+    caller: Caller,
+    agent: Agent,
+    version_ref: str,
+    arguments: dict[str, Any] | None,
+    request_id: str | int | None = None,
 ) -> RunRequest:
     """The run of `agent` that the call's arguments ask for. Raises Invalid, located under
     `arguments`, before any run exists when a tool or RAG agent's arguments do not fit; a
@@ -83,6 +91,7 @@ def run_request(
         route=ROUTE,
         agent_types=(agent.agent_type,),
         call_depth=caller.call_depth,
+        client_request_id=client_request_id(request_id),
     )
     if agent.agent_type == AgentType.TASK:
         return replace(request, inputs=dict(arguments or {}))
@@ -90,6 +99,15 @@ def run_request(
     return replace(
         request, messages=(Message("user", chat.message),), thread_id=chat.thread_id or ""
     )
+
+
+def client_request_id(request_id: str | int | None) -> str:
+    """The JSON-RPC id as the run keeps it, for `notifications/cancelled` to find: its text
+    (1 and "1" are one id to the SDK too), none past what the run's column holds."""
+    if request_id is None:
+        return ""
+    text = str(request_id)
+    return text if len(text) <= MAX_CLIENT_REQUEST_ID else ""
 
 
 def located_in_arguments(exc: Invalid) -> Invalid:

@@ -31,18 +31,22 @@ from agents.protocols.mcp_server.encoder import (
     run_meta,
 )
 from agents.protocols.mcp_server.request import (
+    PROTOCOL,
     Caller,
+    client_request_id,
     located_in_arguments,
     run_id_of,
     run_request,
     tool_reference,
 )
 from agents.protocols.mcp_server.tools import agent_tool
+from agents.runs.background import run_stop
 from agents.runs.start import CallTooDeep, Invocation, invocation_start
 from agents.runs.stream import answered
 from agents.runtime.events import Event
 from agents.runtime.failures import FailureCode
 from agents.selectors.agents import agent_get_to_invoke, agent_id_by_name, agent_list_invocable
+from agents.selectors.runs import runs_live_by_client_request
 from agents.selectors.versions import latest_versions
 
 # Where agents.protocols.mcp_server.asgi puts the caller in the ASGI scope, and the set of
@@ -99,7 +103,9 @@ async def call_tool(
 ) -> CallToolResult:
     _belongs_to_request(ctx)
     try:
-        invocation, thread_id = await in_db(start)(caller_of(ctx), params.name, params.arguments)
+        invocation, thread_id = await in_db(start)(
+            caller_of(ctx), params.name, params.arguments, ctx.request_id
+        )
     except UnknownTool:
         # Not a run: the tool is unknown to this caller (the specification's protocol
         # error); the same words whether or not an agent of that name exists.
@@ -117,7 +123,12 @@ async def call_tool(
     return await answer(ctx, invocation, thread_id)
 
 
-def start(caller: Caller, name: str, arguments: dict[str, Any] | None) -> tuple[Invocation, str]:
+def start(
+    caller: Caller,
+    name: str,
+    arguments: dict[str, Any] | None,
+    request_id: str | int | None = None,
+) -> tuple[Invocation, str]:
     """Open the run the call asks for; its thread too. Raises UnknownTool for an agent the
     caller may not see, PermissionDenied for one it may not invoke, NotFound for a version
     the agent does not have, Invalid or DomainError for a call that cannot run."""
@@ -132,8 +143,22 @@ def start(caller: Caller, name: str, arguments: dict[str, Any] | None) -> tuple[
         agent = agent_get_to_invoke(user=user, environment=environment, agent_id=agent_id)
     except NotFound:
         raise UnknownTool from None
-    request = run_request(caller, agent, version_ref, arguments)
+    request = run_request(caller, agent, version_ref, arguments, request_id)
     return invocation_start(request), request.thread_id
+
+
+def cancel_requested(caller: Caller, params: object) -> int:
+    """`notifications/cancelled`: the caller's run that its request `params.requestId`
+    started ends `canceled`, whatever process runs it (the server is stateless: the
+    notification may reach any process, and the SDK, which tracks no request across them,
+    drops it). How many runs were asked to stop; a run that has ended is left as it is."""
+    request_id = params.get("requestId") if isinstance(params, dict) else None
+    if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+        return 0
+    runs = runs_live_by_client_request(
+        user=caller.user, protocol=PROTOCOL, client_request_id=client_request_id(request_id)
+    )
+    return sum(run_stop(run_id=run_id, by=caller.user) for run_id in runs)
 
 
 async def answer(

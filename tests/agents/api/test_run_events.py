@@ -25,6 +25,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from agents.access.tokens import token_encode
 from agents.models import Agent, Run, RunEvent
 from tests.factories import UserFactory
 from tests.fakes.openai import FakeOpenAI
@@ -246,3 +247,43 @@ def test_the_playgrounds_stop_sent_to_another_process_ends_the_turn_canceled(
     assert (run.protocol, run.status) == ("playground", "canceled")
     assert again.status_code == 409  # ended: nothing left to stop
     assert model.disconnected.wait(10), "the model call in process a was not abandoned"
+
+
+def test_an_mcp_call_canceled_by_notification_to_another_process_ends_canceled(
+    model: FakeOpenAI, counter: Agent, token: str, owner: Any, two_servers: tuple[int, int]
+) -> None:
+    model.fallback = Turn(text=["Counting: "], hang=300)  # the call never ends by itself
+    a, b = two_servers
+    call = {
+        "jsonrpc": "2.0",
+        "id": 41,
+        "method": "tools/call",
+        "params": {"name": counter.name, "arguments": {"message": "Count"}},
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    stranger = token_encode(user_id=UserFactory(username="mallory").pk, environment_id=None)[0]
+
+    def cancel(port: int, bearer: str, request_id: object) -> int:
+        notification = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": "the user changed their mind"},
+        }
+        with http(port, bearer) as client:
+            return client.post("/mcp", json=notification, headers=accept).status_code
+
+    with http(a, token) as on_a, on_a.stream("POST", "/mcp", json=call, headers=accept) as answer:
+        assert answer.status_code == 200
+        wait_for(lambda: Run.objects.filter(protocol="mcp").exists() and model.bodies, "running")
+        run = Run.objects.get(protocol="mcp")
+        # Another caller's cancel of the same id, and the owner's of another id: nothing.
+        assert cancel(b, stranger, 41) == 202
+        assert cancel(b, token, 42) == 202
+        assert Run.objects.get(pk=run.pk).status == "in_progress"
+        assert cancel(b, token, 41) == 202  # received by process b; the run is a's
+        body = answer.read().decode()
+
+    ended = Run.objects.get(pk=run.pk)
+    assert (ended.status, ended.client_request_id) == ("canceled", "41")
+    assert '"id":41' in body.replace(" ", "")  # a's stream answered the call, then ended
+    assert owner.pk == ended.caller_id
