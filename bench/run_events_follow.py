@@ -8,9 +8,9 @@ stamped with the clock it was sent at. Two bursts of N runs at once (default 500
 100) of a one-tool agent, from the same client, on the same server:
 
 - direct: N POST .../invoke-stream, each stream read to its end (the baseline);
-- followed: N runs started without a stream (A2A `message/send` with `blocking: false`: the
-  server runs them itself, agents.runs.detached), each followed from index 0 by one client
-  of GET /v1/runs/{id}/events to its end;
+- followed: N background runs (the same invoke with `"background": true`: without a broker
+  the server's runner takes them, agents.runs.detached), each followed from index 0 by one
+  client of GET /v1/runs/{id}/events to its end;
 - sent: the same N sends, nobody following (the benchmark waits for the runs' rows to say
   they ended): what starting runs this way costs without the following, so that followed
   minus sent is what following costs.
@@ -32,7 +32,6 @@ import json
 import math
 import threading
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,29 +105,19 @@ async def direct(client: httpx.AsyncClient, base: str, agent_id: str, token: str
     return stream
 
 
-async def send(client: httpx.AsyncClient, base: str, agent_name: str, token: str) -> str:
-    """An A2A send that does not block: the run's id."""
+async def send(client: httpx.AsyncClient, base: str, agent_id: str, token: str) -> str:
+    """A background run (the same invoke with `"background": true`): the run's id."""
     headers = {"Authorization": f"Bearer {token}"}
-    message = {
-        "messageId": str(uuid.uuid4()),
-        "role": "user",
-        "parts": [{"kind": "text", "text": REQUEST["messages"][0]["content"]}],
-    }
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "message/send",
-        "params": {"message": message, "configuration": {"blocking": False}},
-    }
-    answer = await client.post(f"{base}/v1/a2a/{agent_name}", json=body, headers=headers)
-    return str(answer.json()["result"]["id"])
+    url = f"{base}/v1/agents/{agent_id}/versions/latest/invoke"
+    answer = await client.post(url, json={**REQUEST, "background": True}, headers=headers)
+    return str(answer.json()["runId"])
 
 
-async def followed(client: httpx.AsyncClient, base: str, agent_name: str, token: str) -> Stream:
+async def followed(client: httpx.AsyncClient, base: str, agent_id: str, token: str) -> Stream:
     stream = Stream()
     headers = {"Authorization": f"Bearer {token}"}
     try:
-        run_id = await send(client, base, agent_name, token)
+        run_id = await send(client, base, agent_id, token)
         url = f"{base}/v1/runs/{run_id}/events"
         async with client.stream("GET", url, headers=headers) as response:
             await read_lines(response, stream)
@@ -294,9 +283,6 @@ def report(bursts: list[Burst], count: int) -> bool:
 
 def measure(db: Database, count: int) -> tuple[bool, list[Burst]]:
     data = bench_data(callers=16)
-    from agents.models import Agent
-
-    name = Agent.objects.get(pk=data.agent_id).name
     fake, fake_url = start_sse_fake("--deltas", str(DELTAS), "--pause", str(PAUSE), "--stamp")
     tokens = data.tokens
     try:
@@ -312,10 +298,10 @@ def measure(db: Database, count: int) -> tuple[bool, list[Burst]]:
                 return await direct(client, base, data.agent_id, tokens[i % len(tokens)])
 
             async def one_followed(client: httpx.AsyncClient, i: int) -> Stream:
-                return await followed(client, base, name, tokens[i % len(tokens)])
+                return await followed(client, base, data.agent_id, tokens[i % len(tokens)])
 
             async def one_sent(client: httpx.AsyncClient, i: int) -> Stream:
-                await send(client, base, name, tokens[i % len(tokens)])
+                await send(client, base, data.agent_id, tokens[i % len(tokens)])
                 return Stream()
 
             def all_ended() -> bool:
