@@ -34,7 +34,7 @@ from django.db.models.functions import Now
 from agentbuilder import liveness
 from agentbuilder.errors import DomainError, Invalid
 from agentbuilder.users import User
-from agents.models import Environment, Run, RunStatus
+from agents.models import Run, RunStatus
 from agents.runs import detached, leases
 from agents.runs.live import run_cancel
 from agents.runs.request import RunRequest, request_from_json
@@ -95,7 +95,7 @@ def run_claim(run_id: uuid.UUID) -> Invocation | None:
     with transaction.atomic():
         run = (
             Run.objects.select_for_update(skip_locked=True, of=("self",))
-            .select_related("caller", "version")
+            .select_related("caller", "version", "agent__environment")
             .filter(pk=run_id, status=RunStatus.QUEUED)
             .first()
         )
@@ -111,11 +111,10 @@ def run_claim(run_id: uuid.UUID) -> Invocation | None:
     if run.caller is None or kept is None:  # its caller was deleted while it waited
         leases.runs_close(Run.objects.filter(pk=run_id), RunStatus.FAILED, ORPHANED)
         return None
-    environment = Environment.objects.get(agents__pk=run.agent_id)
     request = request_from_json(
         kept,
         user=run.caller,
-        environment=environment,
+        environment=run.agent.environment,
         agent_id=run.agent_id,
         version_ref=str(run.version.number),  # the version it resolved when queued
     )
