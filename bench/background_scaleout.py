@@ -130,14 +130,14 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str, str]:
     return redis, f"redis://127.0.0.1:{port}/0", workdir
 
 
-def start_worker(n: int, env: dict[str, str], concurrency: int) -> tuple[Any, Path]:
+def start_worker(n: int, env: dict[str, str], pool: str, concurrency: int) -> tuple[Any, Path]:
     log = Path(tempfile.mkstemp(prefix=f"bench-worker-{n}-", suffix=".log")[1])
     with log.open("wb") as out:
         process = subprocess.Popen(  # noqa: S603 - our own command line
             [
                 sys.executable,
                 *("-m", "celery", "-A", "agentbuilder", "worker"),
-                *("--pool", "threads", "--concurrency", str(concurrency), "-Q", "celery"),
+                *("--pool", pool, "--concurrency", str(concurrency), "-Q", "celery"),
                 *("--hostname", f"bench-{n}@%h", "--loglevel", "WARNING"),
                 *("--without-gossip", "--without-mingle", "--without-heartbeat"),
             ],
@@ -193,10 +193,13 @@ def burst(
     workers: int,
     count: int,
     env: dict[str, str],
+    pool: str,
     concurrency: int,
 ) -> Burst:
-    print(f"{workers} worker(s): {count} background runs", flush=True)
-    started = [start_worker(n, env, concurrency) for n in range(workers)]
+    print(
+        f"{workers} worker(s), --pool {pool} --concurrency {concurrency}: {count} runs", flush=True
+    )
+    started = [start_worker(n, env, pool, concurrency) for n in range(workers)]
     time.sleep(8)  # the workers import Django and connect before the first run
     result = Burst(workers, count)
     try:
@@ -288,6 +291,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=None)
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--pool", choices=("threads", "prefork"), default="threads")
     options = parser.parse_args()
     require(programs=["redis-server"])
     count = options.runs or (200 if options.quick else 2000)
@@ -308,7 +312,7 @@ def main() -> int:
         }
         with running(Server(env)) as server:
             bursts = [
-                burst(db, server, data, int(n), count, env, options.concurrency)
+                burst(db, server, data, int(n), count, env, options.pool, options.concurrency)
                 for n in options.workers.split(",")
             ]
             problems = server.problem_summary()
