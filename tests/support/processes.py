@@ -93,7 +93,10 @@ def _celery(
         "DJANGO_SETTINGS_MODULE": "tests.settings",
         "CELERY_BROKER_URL": broker_url,
         "DATABASE_URL": database_url(connection.settings_dict),
-        "DB_POOL_MAX_SIZE": "2",
+        # A worker's threads that use the database: its tasks', the liveness thread's, the
+        # delivery passes' (agents.webhooks.dispatch), the cancel watcher's; with 2, a real
+        # worker's run was seen waiting out the pool's timeout.
+        "DB_POOL_MAX_SIZE": "4",
         "EMBEDDING_PROVIDER": settings.EMBEDDING_PROVIDER,
         "EMBEDDING_DIM": str(settings.EMBEDDING_DIM),
         "CHUNK_TOKENS": str(settings.CHUNK_TOKENS),
