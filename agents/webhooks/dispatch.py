@@ -39,7 +39,12 @@ def _nothing(keys: Collection[Any]) -> None:
 
 def ensure_started() -> None:
     global _thread
-    if not settings.WEBHOOKS_ENABLED or (_thread is not None and _thread.is_alive()):
+    # Not where nothing renews or sweeps (the test runner, whose `liveness.tick()` runs the
+    # sweeps once): a thread started there would outlive its test and take the deliveries
+    # of the servers and workers the later tests start.
+    if not settings.WEBHOOKS_ENABLED or not settings.LIVENESS_THREAD:
+        return
+    if _thread is not None and _thread.is_alive():
         return
     with _lock:
         if _thread is not None and _thread.is_alive():
