@@ -17,11 +17,25 @@ app.autodiscover_tasks()
 # still closes what the process it replaced left in progress. In each process that runs
 # tasks: a prefork pool's children (after the fork, as the database connections they open
 # must not be shared), the solo pool's worker itself.
-@signals.worker_process_init.connect
 def _sweep_from_start_up(**kwargs: Any) -> None:
     from agentbuilder import liveness
 
     liveness.ensure_started()
+
+
+@signals.worker_init.connect
+def _sweep_once_the_fixup_closed_the_pool(**kwargs: Any) -> None:
+    """Receivers run in the order they were connected. Celery's Django fixup connects its
+    own worker_process_init receiver here, at worker_init (its receiver of worker_init was
+    connected with the app, before ours), and that receiver closes a prefork child's
+    connections and its connection pool (`close_pool`), as the parent's must not be shared.
+    Connected at import, ours ran first: the liveness thread it starts was already taking a
+    connection from the child's first pool when the fixup closed it ("the pool 'pool-1' is
+    closed"), or between the pool's open and its getconn, a pool made anew and never
+    opened ("the pool ... is not open yet"); a busy machine's children logged either at
+    start-up (bench/background_scaleout.py --pool prefork). Connected from here, ours runs
+    after the fixup's: the thread starts on a pool nobody closes."""
+    signals.worker_process_init.connect(_sweep_from_start_up, dispatch_uid=__name__ + ".sweep")
 
 
 @signals.worker_ready.connect

@@ -1,5 +1,6 @@
 """A Celery worker sweeps from its start-up (agentbuilder.celery): a restarted worker with
-nothing in its queue still closes the runs a dead process left `in_progress`."""
+nothing in its queue still closes the runs a dead process left `in_progress`; in a prefork
+pool process, only once Celery's Django fixup has closed the connection pool."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from celery import signals
 from django.utils import timezone
 
+from agentbuilder.celery import app
 from agents.models import Agent, Run
 from tests.support.processes import free_port, start_redis, start_worker, stop
 
@@ -59,3 +62,29 @@ def test_a_worker_fails_a_dead_processs_runs_at_start_up_with_no_task(
     assert [r.status for r in runs] == ["failed"] * 20
     assert {r.error["code"] for r in runs} == {"interrupted"}
     assert "Task " not in log.read_text(errors="replace")  # nothing ran: the start-up swept
+
+
+def test_a_pool_process_starts_its_liveness_thread_after_the_fixup_closed_its_pool() -> None:
+    # The order of worker_process_init's receivers is the order a pool process runs them.
+    # Celery's Django fixup closes the new process's connection pool in its receiver; ours
+    # starts the liveness thread, which uses that pool at once: ours must come after, or
+    # the thread's first pass may lose its pool ("the pool ... is closed" / "is not open
+    # yet", a race seen on a busy machine, not on demand). A worker made here, not started,
+    # connects them as `celery worker` does.
+    watched = [signals.worker_process_init, signals.task_prerun, signals.task_postrun]
+    watched.append(signals.beat_embedded_init)
+    before = {signal: list(signal.receivers) for signal in watched}
+    try:
+        app.WorkController(pool_cls="prefork", concurrency=1, hostname="order@test")
+        order = [
+            getattr(receiver, "__qualname__", "")
+            for _, ref in signals.worker_process_init.receivers
+            if (receiver := ref() if callable(ref) else ref) is not None
+        ]
+    finally:  # this process is no worker: leave the receivers as they were
+        for signal, receivers in before.items():
+            signal.receivers = receivers
+            signal.sender_receivers_cache.clear()
+
+    fixup = order.index("DjangoWorkerFixup.on_worker_process_init")
+    assert order.index("_sweep_from_start_up") > fixup, order

@@ -62,7 +62,7 @@ def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
 
 
 def start_worker(
-    broker_url: str, log: Path, pool: str = "solo", **env: str
+    broker_url: str, log: Path, pool: str = "solo", concurrency: int = 1, **env: str
 ) -> subprocess.Popen[bytes]:
     """A `celery worker` on this test's database; `env` adds to its environment."""
     return _celery(
@@ -70,7 +70,7 @@ def start_worker(
         log,
         [
             "worker",
-            *("--pool", pool, "--concurrency", "1", "-Q", "celery"),
+            *("--pool", pool, "--concurrency", str(concurrency), "-Q", "celery"),
             *("--hostname", f"ingest-test-{os.getpid()}@%h", "--loglevel", "INFO"),
             *("--without-gossip", "--without-mingle", "--without-heartbeat"),
         ],

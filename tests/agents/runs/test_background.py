@@ -371,6 +371,40 @@ def test_a_worker_sent_sigterm_ends_its_run_interrupted_after_the_grace_and_exit
 
 
 @pytest.mark.usefixtures("not_sweeping_here")
+def test_a_prefork_worker_runs_a_run_and_shuts_down_warm_with_no_error(
+    model: FakeOpenAI, counter: Agent, token: str, tmp_path: Path
+) -> None:
+    # Each pool process starts its liveness thread as it starts (agentbuilder.celery): it
+    # once raced Celery's Django fixup, which closes a new pool process's connection pool,
+    # and logged "the pool ... is closed" / "is not open yet" from the thread's first pass.
+    model.fallback = Turn(text=["Fifteen."])
+    log = tmp_path / "worker.log"
+    fake = {"LLM_OFFLINE": "false", "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk-test"}
+    with (
+        broker(tmp_path) as url,
+        server_on(model, tmp_path / "server.log", CELERY_BROKER_URL=url) as server,
+    ):
+        process = start_worker(
+            url, log, pool="prefork", concurrency=2, **fake, LIVENESS_THREAD="true"
+        )
+        try:
+            [run_id] = post_background(server.port, token, counter, 1)
+            run = ended(run_id)
+            process.send_signal(signal.SIGTERM)  # Celery's warm shutdown, nothing running
+            exit_code = process.wait(PATIENCE)  # by itself
+        finally:
+            stop(process)
+    worker_log = log.read_text(errors="replace")
+
+    assert (run.status, run.output) == ("completed", "Fifteen.")
+    assert exit_code == 0, worker_log
+    assert worker_log.count("ForkPoolWorker") >= 1, worker_log  # the run went through the pool
+    assert "Traceback" not in worker_log
+    assert "OperationalError" not in worker_log
+    assert "ERROR/" not in worker_log
+
+
+@pytest.mark.usefixtures("not_sweeping_here")
 def test_a_run_on_a_celery_worker_is_canceled_through_the_server(
     model: FakeOpenAI, counter: Agent, token: str, tmp_path: Path
 ) -> None:
