@@ -276,7 +276,7 @@ def report(bursts: list[Burst], count: int) -> bool:
         f"following alone (followed - sent): {following:.1f} s of server CPU, "
         f"{following / count * 1000:.1f} ms a follower, "
         f"{ratio(following, baseline.cpu):.2f}x the direct streams' whole CPU; "
-        f"starting runs by A2A sends, unfollowed: {ratio(sent.cpu, baseline.cpu):.2f}x direct"
+        f"background runs, unfollowed: {ratio(sent.cpu, baseline.cpu):.2f}x direct"
     )
     return all(b.exact() == len(b.streams) for b in bursts[:2])
 
