@@ -290,6 +290,10 @@ def measure(db: Database, count: int) -> tuple[bool, list[Burst]]:
             "LLM_OFFLINE": "false",
             "OPENAI_BASE_URL": f"{fake_url}/v1",
             "OPENAI_API_KEY": "bench-key",
+            # The runner takes the whole burst at once, as the server takes the direct
+            # streams: at its default (32 at a time) the background runs would not be the
+            # same streams (fewer at once, each flushing its events more often).
+            "DETACHED_RUNS_CONCURRENCY": str(count),
         }
         with running(Server(env)) as server:
             base = server.url
