@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import shutil
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -46,6 +48,7 @@ from tests.live import (  # noqa: F401 (the fixtures counter, model, not_sweepin
 from tests.support.backends import openai_server  # noqa: F401
 from tests.support.native import REVIEW_TASK
 from tests.support.processes import free_port, start_redis, start_worker, stop
+from tests.support.run_events import ndjson_lines, stored_lines
 
 ASK = {"messages": [{"role": "user", "content": "What is 3 times 5?"}]}
 PARTS = [{"type": "text", "text": "What is 3 times 5?"}]
@@ -71,6 +74,17 @@ def events_of(run_id: Any) -> list[Any]:
     rows = RunEvent.objects.filter(run_id=run_id).order_by("index").values_list("index", "event")
     assert [index for index, _ in rows] == list(range(len(rows)))  # from 0, no gap
     return [event_from_json(event) for _, event in rows]
+
+
+def follow(url: str, headers: dict[str, str], reading: threading.Event) -> bytes:
+    """A run's events followed from 0 to its end; `reading` is set once the first came."""
+    chunks = []
+    with httpx.stream("GET", url, headers=headers, timeout=PATIENCE) as answer:
+        assert answer.status_code == 200, answer.read()
+        for chunk in answer.iter_bytes():
+            chunks.append(chunk)
+            reading.set()
+    return b"".join(chunks)
 
 
 def accepted(answer: Any) -> str:
@@ -417,12 +431,23 @@ def test_a_run_on_a_celery_worker_is_canceled_through_the_server(
         try:
             [run_id] = post_background(server.port, token, counter, 1)
             on_the_model(model, tmp_path / "worker.log")
-            with httpx.Client(headers={"Authorization": f"Bearer {token}"}) as http:
-                asked = http.post(f"http://127.0.0.1:{server.port}/v1/runs/{run_id}/cancel")
+            base, auth = f"http://127.0.0.1:{server.port}", {"Authorization": f"Bearer {token}"}
+            # Followed through the server while the worker runs it, with a broker set.
+            reading = threading.Event()
+            follower = ThreadPoolExecutor(max_workers=1).submit(
+                follow, f"{base}/v1/runs/{run_id}/events", auth, reading
+            )
+            assert reading.wait(PATIENCE)  # following the live run when it is canceled
+            with httpx.Client(headers=auth) as http:
+                asked = http.post(f"{base}/v1/runs/{run_id}/cancel")
             run = ended(run_id)  # the worker's watcher sees the flag and stops the run
+            followed = ndjson_lines(follower.result(timeout=PATIENCE))
         finally:
             stop(process)
 
+    assert [line for line in followed if "index" in line] == stored_lines(run_id)
+    assert followed[-1]["type"] == "response.failed"  # the run's end, told last
+    assert "index" not in followed[-1]  # said by the follower, not a stored event
     assert asked.status_code == 202, asked.text
     assert asked.json()["status"] == "in_progress"  # as it stood: the worker ends it
     assert (run.status, run.error) == ("canceled", None)  # as every canceled run
