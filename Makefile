@@ -40,6 +40,8 @@ setup: $(VENV)/.installed
 # stands in front of this server, so a caller's X-Forwarded-For must not become its address.
 # On SIGTERM the live runs have SHUTDOWN_GRACE_SECONDS to finish, then end `interrupted`
 # (agentbuilder.shutdown); uvicorn's own limit, 5 s later, cuts what else still streams.
+# The HTTP protocol is uvicorn's h11 one, but a connection accepted just before the signal
+# still has its request answered (agentbuilder.serving).
 run: setup
 	@echo ""
 	@echo "  agentbuilder on http://localhost:$(PORT)"
@@ -49,7 +51,7 @@ run: setup
 	@echo ""
 	exec $(BIN)/python -m uvicorn agentbuilder.asgi:application --lifespan on \
 		--timeout-graceful-shutdown $$(( $${SHUTDOWN_GRACE_SECONDS:-30} + 5 )) \
-		--no-proxy-headers --host $(HOST) --port $(PORT)
+		--http agentbuilder.serving:HTTPProtocol --no-proxy-headers --host $(HOST) --port $(PORT)
 
 # The A2A JavaScript SDK the suite runs with Node (tests/agents/protocols/a2a/test_js_sdk.py),
 # from npm at the version package-lock.json pins; again only when that file changes.

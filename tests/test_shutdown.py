@@ -54,7 +54,7 @@ def server(model: FakeOpenAI, log: Path, **options: Any) -> ServerProcess:
     """A server as `make run` starts it: uvicorn's own limit 5 s past the grace."""
     grace = int(options.pop("grace", 30))
     env = {**FAKE_ENV, "OPENAI_BASE_URL": model.base_url, "SHUTDOWN_GRACE_SECONDS": str(grace)}
-    args = ("--timeout-graceful-shutdown", str(grace + 5))
+    args = ("--timeout-graceful-shutdown", str(grace + 5), *options.pop("uvicorn_args", ()))
     return ServerProcess(log, uvicorn_args=args, **{**env, **options})
 
 
@@ -135,6 +135,40 @@ def refused(port: int) -> bool:
             return False
     except OSError:
         return True
+
+
+def test_a_connection_accepted_before_sigterm_has_its_later_request_answered(
+    model: FakeOpenAI, counter: Agent, token: str, tmp_path: Path
+) -> None:
+    # The race a rolling restart meets: the server accepted the connection, then the signal
+    # came before the request did. uvicorn's own protocol closes it with no answer.
+    model.fallback = Turn(text=["One, ", "two."])
+    log = tmp_path / "server.log"
+    served = server(model, log, uvicorn_args=("--log-level", "trace"))
+    body = json.dumps(ASK).encode()
+    request = (
+        f"POST /v1/agents/{counter.pk}/versions/latest/invoke HTTP/1.1\r\n"
+        f"Host: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    try:
+        with socket.create_connection(("127.0.0.1", served.port), timeout=PATIENCE) as client:
+            made = f"127.0.0.1:{client.getsockname()[1]} - HTTP connection made"
+            wait_for(lambda: made in served.output(), "the server accepted the connection")
+            served.process.send_signal(signal.SIGTERM)
+            wait_for(lambda: refused(served.port), "the server stops accepting")
+            client.sendall(request)  # no `Connection: close`: the server closes after it,
+            answer = b""  # or recv times out and the test fails
+            while chunk := client.recv(65536):
+                answer += chunk
+        exit_code = served.process.wait(PATIENCE)
+    finally:
+        served.stop()
+
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), answer[:500]
+    assert json.loads(payload)["output"][0]["content"][0]["text"] == "One, two."
+    assert exit_code in EXITED, served.output()
 
 
 def test_two_servers_behind_one_port_restart_in_turn_and_lose_no_run_or_event(
