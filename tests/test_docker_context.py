@@ -150,5 +150,10 @@ def test_the_image_runs_gunicorn_with_the_worker_class_of_a_package_it_installs(
     pinned = dict(re.findall(r"^([\w.-]+)==(\S+)", requirements, re.MULTILINE))
 
     assert worker is not None
-    assert worker[1] == "uvicorn_worker.UvicornWorker"  # uvicorn.workers is deprecated
+    # uvicorn_worker's worker (uvicorn.workers is deprecated) with the platform's HTTP
+    # protocol (agentbuilder.serving): a module of the image's own.
+    assert worker[1] == "agentbuilder.gunicorn_worker.Worker"
+    module = (ROOT / "agentbuilder/gunicorn_worker.py").read_text()
+    assert "from uvicorn_worker import UvicornWorker" in module
+    assert '"http": "agentbuilder.serving:HTTPProtocol"' in module
     assert {"gunicorn", "uvicorn-worker"} <= pinned.keys()
