@@ -8,7 +8,7 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         from agentbuilder import access, asgi_mounts, shutdown
         from agents.access.provider import DocumentAccess, EnvironmentAccess
-        from agents.runs import background, event_prune, leases, live
+        from agents.runs import approvals, background, event_prune, leases, live
         from agents.webhooks import dispatch as webhooks
         from retrieval import access as retrieval_access
 
@@ -16,6 +16,7 @@ class AgentsConfig(AppConfig):
         # A shutdown's grace over: the runs still running end interrupted, each stream told.
         shutdown.on_grace_over(live.runs_interrupt)
         background.register()
+        approvals.register()  # waiting runs past their approvalTtl end approval_expired
         event_prune.register()  # run events past RUN_EVENTS_TTL, in the same passes
         webhooks.register()  # sends deliveries wherever leases are kept
         # The project package and the apps beside agents ask agentbuilder.access (retrieval

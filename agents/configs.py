@@ -74,12 +74,44 @@ class BaseAgentConfig(CamelModel):
 # ---------------------------------------------------------------- tools
 
 
+class ArgumentsMatch(CamelModel):
+    """Approval when the call's arguments validate against this schema."""
+
+    arguments_match: JsonSchema
+
+    @field_validator("arguments_match")
+    @classmethod
+    def _usable(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        try:
+            json_schemas.check(schema)
+        except json_schemas.SchemaRefused as exc:
+            at = f" at {exc.where}" if exc.path else ""
+            raise ValueError(f"invalid JSON Schema{at}: {exc.message}") from None
+        return schema
+
+
+# Whether a person approves a call before it runs (docs/api.md#tool-approvals): "never"
+# (what a tool without one does), "always", or when the arguments match a schema.
+ApprovalPolicy = Literal["never", "always"] | ArgumentsMatch
+
+REQUIRE_APPROVAL = (
+    'Whether a person must approve a call of this tool before it runs: "never" (the '
+    'default), "always", or {"argumentsMatch": <JSON Schema>} (when the arguments validate; '
+    "arguments that do not parse need approval too). The run waits `awaiting_approval`."
+)
+
+
 class NamedTool(CamelModel):
     name: str = Field(pattern=TOOL_NAME)
     description: str = Field(min_length=1, max_length=1000)
 
 
-class FunctionTool(NamedTool):
+class GatedTool(NamedTool):
+    # Left out of the stored form when not set, so configs written before it read the same.
+    require_approval: ApprovalPolicy | None = Field(None, description=REQUIRE_APPROVAL)
+
+
+class FunctionTool(GatedTool):
     tool_type: Literal["function"]
     func_name: str = Field(min_length=1, max_length=100)
 
@@ -91,7 +123,7 @@ class StructuredOutputTool(NamedTool):
     _schema = field_validator("output_schema")(_check_json_schema)
 
 
-class TaskAgentTool(NamedTool):
+class TaskAgentTool(GatedTool):
     tool_type: Literal["task_agent"]
     agent_id: UUID
     agent_version: Literal["latest"] | Annotated[int, Field(ge=1)] = "latest"
@@ -99,6 +131,17 @@ class TaskAgentTool(NamedTool):
 
 class McpToolConfiguration(CamelModel):
     allowed_tools: list[str] | None = None
+    require_approval: ApprovalPolicy | None = Field(
+        None, description="For every tool of the server: " + REQUIRE_APPROVAL
+    )
+    tool_approvals: (
+        dict[Annotated[str, Field(min_length=1, max_length=200)], ApprovalPolicy] | None
+    ) = Field(
+        None,
+        max_length=200,
+        description="Per tool of the server, by the name the server gives it: its "
+        "requireApproval, over the server's.",
+    )
 
 
 class McpServerReference(CamelModel):
@@ -118,7 +161,7 @@ class McpTool(CamelModel):
     mcp_server_references: list[McpServerReference] = Field(min_length=1, max_length=20)
 
 
-class RagTool(NamedTool):
+class RagTool(GatedTool):
     tool_type: Literal["rag"]
     func_name: Literal["semantic_search"] = "semantic_search"
     semantic_search_config: RagSettings = RagSettings()
@@ -136,6 +179,13 @@ Tool = Annotated[
 class ToolAgentConfig(BaseAgentConfig):
     tools: list[Tool] = Field(min_length=1, max_length=50)
     max_iterations: int = Field(10, ge=1, le=20)
+    approval_ttl: int | None = Field(
+        None,
+        ge=60,
+        le=30 * 86400,
+        description="Seconds a run may wait for a decision on a call that needs approval "
+        "(default 86400); then it ends `canceled` / `approval_expired`.",
+    )
 
     @model_validator(mode="after")
     def _tool_names(self) -> ToolAgentConfig:

@@ -15,7 +15,7 @@ from agents.webhooks.events import WebhookEvent
 
 NAME_PATTERN = r"^[A-Za-z0-9._-]{1,100}$"
 
-# READ, CREATE, EDIT, INVOKE, DELETE and AUDIT on agents. Environments carry the same
+# READ, CREATE, EDIT, INVOKE, DELETE, AUDIT and APPROVE on agents. Environments carry the same
 # codenames so a grant on an environment (guardian keys permissions by content type) covers
 # its agents. The names lead with the API's word, so the admin shows READ, not only "view".
 AGENT_SCOPE_PERMISSIONS: list[tuple[str, str | Any]] = [
@@ -25,6 +25,7 @@ AGENT_SCOPE_PERMISSIONS: list[tuple[str, str | Any]] = [
     ("invoke_agent", "INVOKE agents in this environment"),
     ("delete_agent", "DELETE agents in this environment"),
     ("audit_agent", "AUDIT: read every caller's runs of agents in this environment"),
+    ("approve_agent", "APPROVE: decide the tool calls that wait for approval in this environment"),
 ]
 AGENT_PERMISSIONS: list[tuple[str, str | Any]] = [
     ("view_agent", "READ: Can view agent"),
@@ -33,6 +34,7 @@ AGENT_PERMISSIONS: list[tuple[str, str | Any]] = [
     ("invoke_agent", "INVOKE: Can invoke agent"),
     ("delete_agent", "DELETE: Can delete agent"),
     ("audit_agent", "AUDIT: Can read every caller's runs of agent"),
+    ("approve_agent", "APPROVE: Can decide the tool calls of agent that wait for approval"),
 ]
 
 
@@ -265,6 +267,9 @@ class RunStatus(models.TextChoices):
     # A background run waiting for a worker (agents.runs.background); it holds no process.
     QUEUED = "queued"
     IN_PROGRESS = "in_progress"
+    # A tool call waits for a person's decision (agents.runs.approvals); it holds no
+    # process, and ends only by a decision (which resumes it) or by expiry.
+    AWAITING_APPROVAL = "awaiting_approval"
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELED = "canceled"
@@ -323,6 +328,9 @@ class Run(models.Model):
     # The request's own webhook, {"url", "events"} (agents.webhooks): its deliveries are
     # made with the run's end, whatever ends it (a trigger, docs/architecture.md#webhooks).
     webhook = models.JSONField(null=True, blank=True, editable=False)
+    # While `awaiting_approval`: the paused turn a decision resumes and the request it was
+    # made with (agents.runs.approvals); its deadline is `lease_until`.
+    paused = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-started_at"]
@@ -330,6 +338,46 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.pk} ({self.status})"
+
+
+class ApprovalStatus(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+
+
+class ApprovalRequest(models.Model):
+    """A tool call a run waits on until a person decides it (docs/api.md#tool-approvals):
+    decided once, by the run's caller or an APPROVE holder."""
+
+    id = models.UUIDField(primary_key=True, editable=False)  # the runtime's approvalRequestId
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approval_requests")
+    call_id = models.CharField(max_length=200)
+    tool = models.CharField(max_length=200)
+    arguments = models.TextField()
+    status = models.CharField(
+        max_length=10, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    message = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(
+                fields=["-created_at"],
+                name="approval_pending_recent",
+                condition=models.Q(status="pending"),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"approval of {self.tool} ({self.status})"
 
 
 class RunEvent(models.Model):

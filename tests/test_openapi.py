@@ -338,6 +338,7 @@ UPSTREAM = [
         for route in ("invoke", "invoke-stream", "invoke-task", "invoke-task-stream")
     ),
     "/v1/mcp-servers/{serverId}/tools",
+    "/v1/runs/{runId}/approvals",  # the last decision resumes the run: it calls the model
 ]
 CONFLICTS = [
     ("post", "/v1/agents"),
@@ -350,6 +351,8 @@ CONFLICTS = [
     ("get", "/v1/mcp-servers/{serverId}/tools"),
     # A run that has ended: nothing left to cancel.
     ("post", "/v1/runs/{runId}/cancel"),
+    # A request decided already, or a run that waits no more (expired, canceled).
+    ("post", "/v1/runs/{runId}/approvals"),
 ]
 
 
@@ -434,7 +437,8 @@ def test_the_routes_that_run_an_agent_document_the_call_depth_header(
 ) -> None:
     """Every route that reads Agentbuilder-Call-Depth (agents.runtime.depth) declares it,
     with the bounds its parser holds to, and no other route does."""
-    runs = set(UPSTREAM) - {"/v1/mcp-servers/{serverId}/tools"}
+    # A decision resumes a run with the depth its request had.
+    runs = set(UPSTREAM) - {"/v1/mcp-servers/{serverId}/tools", "/v1/runs/{runId}/approvals"}
     declared = {}
     for method, path, operation in every_operation(generated.document):
         for parameter in operation.get("parameters", []):
@@ -531,6 +535,7 @@ def test_query_parameters_carry_the_constraints_the_view_checks(generated: Gener
     assert parameters["status"]["enum"] == [
         "queued",
         "in_progress",
+        "awaiting_approval",
         "completed",
         "failed",
         "canceled",

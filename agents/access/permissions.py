@@ -43,6 +43,7 @@ class Action(StrEnum):
     INVOKE = "invoke_agent"
     DELETE = "delete_agent"
     AUDIT = "audit_agent"  # read every caller's runs and threads, not only one's own
+    APPROVE = "approve_agent"  # decide the tool calls of any caller's runs that wait for one
 
 
 def _held(actions: tuple[Action, ...]) -> dict[str, Any]:

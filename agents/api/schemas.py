@@ -277,7 +277,10 @@ class AliasHistory(OutputModel):
 
 class RunListQuery(PageQuery):
     agent_id: UUID | None = None
-    status: Literal["queued", "in_progress", "completed", "failed", "canceled"] | None = None
+    status: (
+        Literal["queued", "in_progress", "awaiting_approval", "completed", "failed", "canceled"]
+        | None
+    ) = None
     thread_id: str | None = Field(None, max_length=100)
     caller_id: int | None = Field(None, ge=1, description="With AUDIT: one caller's runs.")
     schedule_id: UUID | None = Field(None, description="The runs a schedule's ticks started.")
@@ -308,7 +311,7 @@ class RunOut(OutputModel):
     version_id: UUID
     caller_id: int | None
     protocol: str
-    status: Literal["queued", "in_progress", "completed", "failed", "canceled"]
+    status: Literal["queued", "in_progress", "awaiting_approval", "completed", "failed", "canceled"]
     started_at: datetime
     completed_at: datetime | None
     latency_ms: int | None

@@ -22,6 +22,9 @@ urlpatterns = [
     path("runs/<str:runId>", runs.RunDetailView.as_view(), name="run-detail"),
     path("runs/<str:runId>/cancel", runs.RunCancelView.as_view(), name="run-cancel"),
     path("runs/<str:runId>/events", runs.RunEventsView.as_view(), name="run-events"),
+    path(
+        "runs/<str:runId>/approvals", native.views.RunApprovalsView.as_view(), name="run-approvals"
+    ),
     path("threads/<str:threadId>", runs.ThreadDetailView.as_view(), name="thread-detail"),
     path("agents/types", catalogs.AgentTypeListView.as_view(), name="agent-types"),
     path("agents/lookup", agents.AgentLookupView.as_view(), name="agent-lookup"),

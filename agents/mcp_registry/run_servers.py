@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
@@ -40,14 +41,20 @@ def config_server_specs(
 def _reference_spec(
     ref: McpServerReference, rows: Mapping[Any, McpServer], policy: NetworkPolicy
 ) -> McpServerSpec:
-    allowed = ref.tool_configuration.allowed_tools
+    configured = ref.tool_configuration
+    allowed = configured.allowed_tools
     allowed_tools = tuple(allowed) if allowed is not None else None
     if ref.url is not None:
-        return url_spec(ref.url, {}, allowed_tools, policy)
-    row = rows.get(ref.id)
-    if row is None:
-        return McpServerSpec(f"mcp-{str(ref.id)[:8]}", None, allowed_tools, "no longer exists")
-    return row_spec(row, allowed_tools, policy)
+        spec = url_spec(ref.url, {}, allowed_tools, policy)
+    elif (row := rows.get(ref.id)) is None:
+        spec = McpServerSpec(f"mcp-{str(ref.id)[:8]}", None, allowed_tools, "no longer exists")
+    else:
+        spec = row_spec(row, allowed_tools, policy)
+    return replace(
+        spec,
+        require_approval=configured.require_approval,
+        tool_approvals=dict(configured.tool_approvals or {}),
+    )
 
 
 def row_spec(

@@ -27,6 +27,7 @@ def failure_status(code: FailureCode) -> int:
             | FailureCode.CANCELED
             | FailureCode.INTERRUPTED
             | FailureCode.NOT_STARTED
+            | FailureCode.APPROVAL_EXPIRED
             | FailureCode.INTERNAL_ERROR
         ):
             return 502

@@ -40,6 +40,7 @@ from agentbuilder.errors import DomainError, Invalid
 from agentbuilder.users import User
 from agents.models import Agent, AgentVersion, Environment, Run, RunStatus
 from agents.runs import detached, leases
+from agents.runs.approvals import run_cancel_waiting
 from agents.runs.live import run_cancel
 from agents.runs.request import RunRequest, request_from_json
 from agents.runs.start import Invocation, invocation_claimed, invocation_queue, queue_lease_expiry
@@ -164,10 +165,14 @@ def _claim_sql() -> str:
 
 
 def run_stop(*, run_id: uuid.UUID, by: User) -> bool:
-    """Cancel the run wherever it is: closed `canceled` at once while it waits for a worker,
-    asked to stop where it runs once taken (agents.runs.live). False if it has ended."""
+    """Cancel the run wherever it is: closed `canceled` at once while it waits for a worker
+    or for approvals, asked to stop where it runs once taken (agents.runs.live). False if
+    it has ended."""
     if run_cancel_queued(run_id):
         logger.info("run %s: canceled by %s before it started", run_id, by)
+        return True
+    if run_cancel_waiting(run_id):  # held by no process: closed here
+        logger.info("run %s: canceled by %s while it waited for approvals", run_id, by)
         return True
     return run_cancel(run_id=run_id, by=by)
 

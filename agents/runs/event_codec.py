@@ -101,4 +101,8 @@ _known: dict[type[Any], tuple[tuple[str, Any], ...]] = {}
 
 def _fields_of(cls: type[Any]) -> tuple[tuple[str, Any], ...]:
     hints = typing.get_type_hints(cls)  # in the globals of its own module
-    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls) if f.init)
+    return tuple(
+        (f.name, hints[f.name])
+        for f in dataclasses.fields(cls)
+        if f.init and f.metadata.get("stored", True)  # not stored: kept elsewhere
+    )

@@ -53,10 +53,11 @@ def insert_sql() -> str:
 class EventLog:
     """A run's events on their way to the database. Created and fed on the run's loop."""
 
-    def __init__(self, run_id: uuid.UUID) -> None:
+    def __init__(self, run_id: uuid.UUID, first: int = 0) -> None:
+        """`first`: the index of its first event (a resumed run's come after its own)."""
         self.run_id = run_id
         self.pending: list[dict[str, Any]] = []
-        self.written = 0  # events stored, all before the pending ones
+        self.written = first  # events stored, all before the pending ones
         self._loop = asyncio.get_running_loop()
         self._timer: asyncio.TimerHandle | None = None
         self._flushing: asyncio.Task[None] | None = None

@@ -10,10 +10,12 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from agents.models import Run, RunStatus
+from agents.models import ApprovalStatus, Run, RunStatus
 from agents.runs import leases
+from agents.runs.approvals import approval_rows_json, approvals_insert_sql, deadline, paused_json
 from agents.runs.event_log import EventLog, insert_sql
 from agents.runs.start import Invocation
+from agents.runtime.approvals import PausedTurn
 from agents.runtime.events import Event, ResponseCompleted, ResponseFailed
 from agents.runtime.failures import FailureCode
 from agents.runtime.trace import Trace
@@ -49,6 +51,27 @@ def _end_sql() -> str:
     """  # noqa: S608
 
 
+@functools.cache
+def _pause_sql() -> str:
+    """A turn's end that waits for approvals (agents.runs.approvals), in one statement as
+    `_end_sql`: the run `awaiting_approval` with what resumes it and its deadline, its
+    approval requests inserted."""
+    column = {f.name: connection.ops.quote_name(str(f.column)) for f in Run._meta.concrete_fields}
+    return f"""
+        WITH kept AS ({insert_sql()}), asked AS ({approvals_insert_sql()})
+        UPDATE {connection.ops.quote_name(Run._meta.db_table)} SET
+            {column["status"]} = %(status)s,
+            {column["latency_ms"]} =
+                GREATEST(0, FLOOR(EXTRACT(EPOCH FROM (%(now)s - {column["started_at"]})) * 1000)),
+            {column["tokens_usage"]} = %(usage)s::jsonb,
+            {column["messages"]} = {column["messages"]} || %(messages)s::jsonb,
+            {column["steps"]} = %(steps)s::jsonb,
+            {column["paused"]} = %(paused)s::jsonb,
+            {column["lease_until"]} = %(deadline)s
+        WHERE {column["id"]} = %(id)s
+    """  # noqa: S608
+
+
 class RunRecorder:
     """Follows a run's events in memory; `save` writes the run record once, at the end."""
 
@@ -60,7 +83,8 @@ class RunRecorder:
         self.output: Any = None
         self.error: dict[str, str] | None = None
         self.trace = Trace()  # the runtime adds the run's steps to it
-        self.events = EventLog(invocation.run_id)
+        self.events = EventLog(invocation.run_id, invocation.events_before)
+        self.paused: PausedTurn | None = None  # the turn waits for approvals
         leases.run_started(invocation.run_id)
 
     def observe(self, event: Event) -> None:
@@ -69,6 +93,8 @@ class RunRecorder:
         if isinstance(event, ResponseCompleted):
             self.transcript.close_text()
             self.status = RunStatus.COMPLETED
+            if event.paused is not None:
+                self.status, self.paused = RunStatus.AWAITING_APPROVAL, event.paused
             self.usage = event.usage.as_dict()
             self.output = event.structured if event.structured is not None else event.text
             if event.client_calls:  # the turn waits for the client: its message is the output
@@ -101,23 +127,33 @@ class RunRecorder:
             self.transcript.close_text()
         elif self.status == RunStatus.IN_PROGRESS:  # ended without a final event
             self.broke()
+        invocation = self.invocation
         try:
             now = timezone.now()
+            params = {
+                "id": invocation.run_id,
+                "status": self.status,
+                "now": now,
+                "usage": _json(self.usage),
+                "messages": _json(self.transcript.messages),
+                "output": _json(self.output),
+                "error": _json(self.error),
+                "steps": _json(
+                    invocation.steps_before + self.trace.records(len(invocation.steps_before))
+                ),
+                **self.events.final_params(),
+            }
+            statement = _end_sql()
+            if self.status == RunStatus.AWAITING_APPROVAL and self.paused is not None:
+                statement = _pause_sql()
+                params |= {
+                    "paused": _json(paused_json(invocation, self.paused)),
+                    "deadline": deadline(invocation, now),
+                    "approvals": _json(approval_rows_json(invocation.run_id, self.paused)),
+                    "pending": ApprovalStatus.PENDING.value,
+                }
             with connection.cursor() as cursor:
-                cursor.execute(
-                    _end_sql(),
-                    {
-                        "id": self.invocation.run_id,
-                        "status": self.status,
-                        "now": now,
-                        "usage": _json(self.usage),
-                        "messages": _json(self.transcript.messages),
-                        "output": _json(self.output),
-                        "error": _json(self.error),
-                        "steps": _json(self.trace.steps),
-                        **self.events.final_params(),
-                    },
-                )
+                cursor.execute(statement, params)
         finally:
             # Written or not: a run this process failed to write is left to its lease.
             leases.run_ended(self.invocation.run_id)

@@ -14,7 +14,7 @@ from agents.llm.base import Attachment, Message, ToolCallPart, ToolSpec
 from agents.mcp_registry.request import McpServerRequest
 from agents.models import Environment
 from agents.runtime import depth
-from agents.runtime.spec import ToolChoice
+from agents.runtime.spec import AgentSpec, ToolChoice
 from agents.webhooks.request import WebhookBody
 
 CHAT_TYPES = ("tool", "rag")
@@ -68,6 +68,21 @@ def call_depth_of(headers: Mapping[str, str]) -> int:
 
 # ---------------------------------------------------------------- kept for a worker
 
+# The protocols that can tell their client a run waits for a person's approval, and take
+# the decision (docs/api.md#tool-approvals). Elsewhere a gated tool call is refused.
+PAUSING_PROTOCOLS = frozenset({"native"})
+
+
+def can_pause(request: RunRequest, spec: AgentSpec) -> bool:
+    """Whether a run of `request` may wait for approvals: a tool agent's, on a protocol that
+    can say so, with a request that can be kept until the decision (`request_json`)."""
+    return (
+        spec.agent_type == "tool"
+        and request.protocol in PAUSING_PROTOCOLS
+        and not request.mcp_servers
+        and not request.client_tools
+    )
+
 
 def request_json(request: RunRequest) -> dict[str, Any]:
     """What a worker needs to run `request` later (agents.runs.background), as JSON: all
@@ -81,7 +96,7 @@ def request_json(request: RunRequest) -> dict[str, Any]:
         "protocol": request.protocol,
         "route": request.route,
         "agentTypes": list(request.agent_types),
-        "messages": [_message_json(m) for m in request.messages],
+        "messages": [kept_message_json(m) for m in request.messages],
         "inputs": request.inputs,
         "guardrails": list(request.guardrails),
         "threadId": request.thread_id,
@@ -108,7 +123,7 @@ def request_from_json(
         protocol=data["protocol"],
         route=data["route"],
         agent_types=tuple(data["agentTypes"]),
-        messages=tuple(_message_from_json(m) for m in data["messages"]),
+        messages=tuple(kept_message_from_json(m) for m in data["messages"]),
         inputs=data["inputs"],
         guardrails=tuple(data["guardrails"]),
         thread_id=data["threadId"],
@@ -118,7 +133,8 @@ def request_from_json(
     )
 
 
-def _message_json(message: Message) -> dict[str, Any]:
+def kept_message_json(message: Message) -> dict[str, Any]:
+    """A runtime message as JSON, whole (attachments as base64): kept to be run later."""
     return {
         "role": message.role,
         "text": message.text,
@@ -139,7 +155,7 @@ def _message_json(message: Message) -> dict[str, Any]:
     }
 
 
-def _message_from_json(data: Mapping[str, Any]) -> Message:
+def kept_message_from_json(data: Mapping[str, Any]) -> Message:
     return Message(
         role=data["role"],
         text=data["text"],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,7 +25,7 @@ from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Environment, LLMModel, Run, RunStatus
 from agents.runs import leases
 from agents.runs.lookup import RunTarget, run_target
-from agents.runs.request import RunRequest, request_json
+from agents.runs.request import RunRequest, can_pause, request_json
 from agents.runs.spec import agent_spec, retrievers, with_max_iterations, with_request_servers
 from agents.runtime.depth import CallDepth
 from agents.runtime.engine import new_response_id
@@ -58,6 +58,11 @@ class Invocation:
     # Which agent and version answered, as callers name them (`calculator@3`).
     agent_name: str = ""
     version_number: int = 0
+    # A run that may wait for approvals: its request, kept if it pauses (agents.runs.approvals).
+    request: RunRequest | None = None
+    # A resumed run: the events and steps of its turns before, which this one continues.
+    events_before: int = 0
+    steps_before: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def answered_by(self) -> str:
@@ -164,6 +169,8 @@ def _opened(
     invocation = Invocation(
         run.pk, run.response_id, spec, run_input, target.agent_name, target.version_number
     )
+    if run_input.can_pause:
+        invocation.request = request
     leases.run_opened(run.pk, invocation)
     return invocation
 
@@ -227,6 +234,7 @@ def _prepare(
         client_tools=request.client_tools,
         tool_choice=request.tool_choice,
         parallel_tool_calls=request.parallel_tool_calls,
+        can_pause=can_pause(request, spec),
     )
 
 

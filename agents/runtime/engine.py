@@ -56,8 +56,11 @@ async def run(
     yield ResponseCreated(response_id or new_response_id(), spec.model, int(time.time()))
     guard = Guard(run_input.guardrails, run_input.guard_window, meter.trace)
     try:
-        # Before any model call: a blocked input never reaches a provider.
-        blocked = await guard.check(user_texts(run_input), "input")
+        # Before any model call: a blocked input never reaches a provider. (A resumed turn
+        # brings no input: its own was checked when the run began.)
+        blocked = None
+        if run_input.resume is None:
+            blocked = await guard.check(user_texts(run_input), "input")
         if blocked is not None:
             for event in blocked_events(blocked, meter):
                 yield event

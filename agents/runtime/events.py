@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from agents.llm.base import Usage
+from agents.runtime.approvals import ApprovalRequest, PausedTurn
 from agents.runtime.failures import FailureCode
 from guardrails.engines.base import Stage
 
@@ -91,6 +92,11 @@ class ResponseCompleted:
     # The turn ended waiting for the client: the model called tools the client brought
     # (/v1/openai's `tools`), which the client runs. Each was a ToolCall event before this.
     client_calls: tuple[ToolCall, ...] = ()
+    # The turn ended waiting for a person: these calls need approval (their ToolCall events
+    # came before), and `paused` is what a decision resumes (agents.runtime.approvals). The
+    # run keeps `paused` on its row; it is no part of the stream (`stored: False`).
+    approval_requests: tuple[ApprovalRequest, ...] = ()
+    paused: PausedTurn | None = field(default=None, compare=False, metadata={"stored": False})
 
     def __post_init__(self) -> None:
         if self.answer is None:

@@ -26,6 +26,7 @@ class FailureCode(StrEnum):
     CANCELED = "canceled"  # by its caller, or the client went away
     INTERRUPTED = "interrupted"  # the process running it stopped (found by the lease sweep)
     NOT_STARTED = "not_started"  # a background run no worker took within RUN_QUEUE_TIMEOUT
+    APPROVAL_EXPIRED = "approval_expired"  # no decision on its tool calls within approvalTtl
     INTERNAL_ERROR = "internal_error"  # a bug: logged with its traceback
 
     @classmethod

@@ -6,9 +6,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agents.configs import AgentConfig
+from agents.configs import AgentConfig, ApprovalPolicy
 from agents.llm.base import Message, Provider, ToolSpec, Usage
 from agents.mcp_client.types import McpEndpoint
+from agents.runtime.approvals import Resume
 from agents.runtime.depth import CallDepth
 from agents.runtime.failures import FailureCode
 from agents.runtime.steps import RetrievalStep
@@ -47,6 +48,13 @@ class McpServerSpec:
     endpoint: McpEndpoint | None  # None: not usable in this run, `unavailable` says why
     allowed_tools: tuple[str, ...] | None = None  # None: every tool the server lists
     unavailable: str = ""
+    # Which of its tools a person approves first (toolConfiguration's requireApproval,
+    # then toolApprovals by the server's tool name; agents.runtime.approvals).
+    require_approval: ApprovalPolicy | None = None
+    tool_approvals: Mapping[str, ApprovalPolicy] = field(default_factory=dict)
+
+    def approval(self, remote_name: str) -> ApprovalPolicy | None:
+        return self.tool_approvals.get(remote_name, self.require_approval)
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,11 @@ class RunInput:
     parallel_tool_calls: bool = True
     # Where the run sits in a chain of agents calling agents, and how deep one may go.
     call_depth: CallDepth = field(default_factory=CallDepth)
+    # Tool approvals (agents.runtime.approvals): whether this run may wait for a person
+    # (its protocol can say so and its request can be kept); if not, a gated call is
+    # refused to the model. `resume`: the paused turn and its decisions, to go on from.
+    can_pause: bool = False
+    resume: Resume | None = None
 
 
 class RunFailure(Exception):

@@ -59,7 +59,33 @@ class GuardrailStep:
     text: str | None = field(default=None, metadata=OMIT_NONE)  # the beginning of what it dropped
 
 
-StepDetail = ModelCallStep | ToolCallStep | RetrievalStep | GuardrailStep
+@dataclass(frozen=True)
+class ApprovalRequestStep:
+    """A call the run waits on: nothing ran (docs/api.md#tool-approvals)."""
+
+    approval_request_id: str
+    tool: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ApprovalDecisionStep:
+    approval_request_id: str
+    tool: str
+    decision: str  # approve, reject
+    by: str
+    decided_at: str
+    message: str | None = field(default=None, metadata=OMIT_NONE)
+
+
+StepDetail = (
+    ModelCallStep
+    | ToolCallStep
+    | RetrievalStep
+    | GuardrailStep
+    | ApprovalRequestStep
+    | ApprovalDecisionStep
+)
 
 
 def step_json(detail: StepDetail | ContextSource) -> dict[str, Any]:

@@ -14,6 +14,13 @@ and its tool's side effects would be spent for nothing (and spent again when the
 seeing the client's results, asks for it once more). Dropping them keeps every call in
 the history answered and every tool run one whose result the model reads.
 
+A step's calls of tools that need a person's approval (agents.runtime.approvals) do not
+run: the step's other calls do, and the turn ends with the gated ones as approval requests
+and the state a decision resumes (`ResponseCompleted.paused`). Resumed, the approved calls
+run, the rejected ones answer the model with the approver's words, and the loop goes on at
+the next model call. Where the run cannot wait (`can_pause` off), a gated call is refused
+to the model instead, and the turn goes on.
+
 `tool_choice` applies to this turn's model calls: "none" offers the tools but drops any
 call made anyway, "required" and a named function bind the first model call only (as one
 OpenAI completion is one model call). A forced structured_output answer is the agent's
@@ -31,13 +38,26 @@ from typing import Any
 
 from agents.configs import StructuredOutputTool, ToolAgentConfig
 from agents.llm.base import Message, ModelRequest, ToolCallPart, ToolSpec
+from agents.runtime.approvals import (
+    PausedTurn,
+    Resume,
+    approval_request,
+    needs_approval,
+    refused_result,
+    rejected_result,
+)
 from agents.runtime.depth import CallDepth
 from agents.runtime.events import Event, ResponseCompleted, ToolCall, ToolResult
 from agents.runtime.failures import FailureCode
 from agents.runtime.guard import screen_context, withheld
 from agents.runtime.model_step import StepResult, model_request, model_step
 from agents.runtime.spec import AgentSpec, Meter, RunFailure, RunInput, ToolChoice
-from agents.runtime.steps import ContextSource, ToolCallStep
+from agents.runtime.steps import (
+    ApprovalDecisionStep,
+    ApprovalRequestStep,
+    ContextSource,
+    ToolCallStep,
+)
 from agents.runtime.tools.base import Outcome, Tool, execute, schema_problems
 from agents.runtime.tools.toolset import build_tools
 from agents.runtime.trace import Trace, cut
@@ -66,8 +86,16 @@ async def run_tool_agent(
     force = choice.name if choice.mode == "function" else answer_force
     messages = list(run_input.messages)
     retries = 0
+    first = 0
+    if (resume := run_input.resume) is not None:  # a paused turn, decided: go on from it
+        turn = resume.turn
+        messages, first, retries = list(turn.messages), turn.iteration, turn.retries
+        meter.usage = turn.usage + meter.usage
+        meter.model_calls += turn.model_calls
+        async for event in _decided(tools, resume, messages, meter.trace, run_input.guardrails):
+            yield event
 
-    for iteration in range(config.max_iterations):
+    for iteration in range(first, config.max_iterations):
         step_choice = choice if iteration == 0 or choice.mode == "none" else ToolChoice()
         request = _request(
             config, messages, offered, force, step_choice, run_input.parallel_tool_calls
@@ -112,20 +140,30 @@ async def run_tool_agent(
             return
         for call in step.tool_calls:
             yield ToolCall(call.call_id, call.name, call.arguments)
+        gated = [c for c in step.tool_calls if _gated(tools.get(c.name), c)]
+        running = [c for c in step.tool_calls if c not in gated] if gated else step.tool_calls
+        if not run_input.can_pause:  # refused to the model: nobody can approve them here
+            running, gated = step.tool_calls, []
         outcomes = await _run_calls(
-            tools, structured, step.tool_calls, meter.trace, run_input.guardrails
+            tools, structured, running, meter.trace, run_input.guardrails, run_input.can_pause
         )
-        for call, outcome in zip(step.tool_calls, outcomes, strict=True):
+        for call, outcome in zip(running, outcomes, strict=True):
             yield ToolResult(call.call_id, call.name, outcome.content, outcome.is_error)
-            messages.append(
-                Message(
-                    "tool",
-                    outcome.content,
-                    tool_call_id=call.call_id,
-                    name=call.name,
-                    is_error=outcome.is_error,
+            messages.append(_result_message(call, outcome))
+        if gated:  # the other calls ran; these wait for a person, and so does the turn
+            requests = tuple(approval_request(call) for call in gated)
+            for asked in requests:
+                detail = ApprovalRequestStep(
+                    asked.approval_request_id, asked.name, cut(asked.arguments)
                 )
+                meter.trace.start("approval_request").end("awaiting_approval", detail)
+            paused = PausedTurn(
+                tuple(messages), iteration + 1, retries, requests, meter.usage, meter.model_calls
             )
+            yield ResponseCompleted(
+                usage=meter.usage, text=step.text, approval_requests=requests, paused=paused
+            )
+            return
         if structured is not None and any(c.name == structured.name for c in step.tool_calls):
             retries += 1
             if retries > config.inference_config.max_retries:
@@ -177,19 +215,80 @@ def _structured_answer(
     return None
 
 
+def _gated(tool: Tool | None, call: ToolCallPart) -> bool:
+    return tool is not None and needs_approval(tool.approval, call.arguments)
+
+
+def _result_message(call: ToolCallPart, outcome: Outcome) -> Message:
+    return Message(
+        "tool",
+        outcome.content,
+        tool_call_id=call.call_id,
+        name=call.name,
+        is_error=outcome.is_error,
+    )
+
+
+async def _decided(
+    tools: dict[str, Tool],
+    resume: Resume,
+    messages: list[Message],
+    trace: Trace,
+    rules: Sequence[Rule],
+) -> AsyncIterator[Event]:
+    """A paused turn's calls, decided: the approved ones run (now, and only now), the
+    rejected ones answer the model with the approver's words."""
+    requests = resume.turn.requests
+    decisions = [resume.decision(request) for request in requests]
+    for request, decision in zip(requests, decisions, strict=True):
+        detail = ApprovalDecisionStep(
+            request.approval_request_id,
+            request.name,
+            "approve" if decision.approve else "reject",
+            decision.by,
+            decision.at,
+            decision.message or None,
+        )
+        trace.start("approval_decision").end("completed", detail)
+    approved = [
+        ToolCallPart(r.call_id, r.name, r.arguments)
+        for r, d in zip(requests, decisions, strict=True)
+        if d.approve
+    ]
+    ran = iter(await _run_calls(tools, None, approved, trace, rules, can_pause=True, gate=False))
+    for request, decision in zip(requests, decisions, strict=True):
+        call = ToolCallPart(request.call_id, request.name, request.arguments)
+        if decision.approve:
+            outcome = next(ran)
+        else:
+            outcome = Outcome(rejected_result(request.name, decision), is_error=True)
+        yield ToolResult(call.call_id, call.name, outcome.content, outcome.is_error)
+        messages.append(_result_message(call, outcome))
+
+
 async def _run_calls(
     tools: dict[str, Tool],
     structured: StructuredOutputTool | None,
     calls: list[ToolCallPart],
     trace: Trace,
     rules: Sequence[Rule],
+    can_pause: bool,
+    gate: bool = True,
 ) -> list[Outcome]:
+    """The calls' outcomes. A gated call in a run that cannot pause (`gate`: its decision
+    is not made yet) is refused, not run."""
+
     async def one(call: ToolCallPart) -> Outcome:
         if structured is not None and call.name == structured.name:
             return _structured_feedback(structured, call)
+        tool = tools.get(call.name)
         step = trace.start("tool_call")
+        if gate and not can_pause and _gated(tool, call):
+            said = refused_result(call.name)
+            step.end("failed", ToolCallStep(call.name, cut(call.arguments), error=said))
+            return Outcome(said, is_error=True)
         with trace.within(step):
-            outcome = await execute(tools.get(call.name), call.name, call.arguments)
+            outcome = await execute(tool, call.name, call.arguments)
         said, arguments = cut(outcome.content), cut(call.arguments)
         if outcome.is_error:
             step.end("failed", ToolCallStep(call.name, arguments, error=said))

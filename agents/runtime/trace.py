@@ -58,7 +58,12 @@ class Trace:
 
     @property
     def steps(self) -> list[dict[str, Any]]:
-        position = {id(step): i for i, step in enumerate(self._started)}
+        return self.records()
+
+    def records(self, offset: int = 0) -> list[dict[str, Any]]:
+        """The steps as recorded after `offset` earlier ones (a resumed run's are added to
+        those of its turns before), each parent named by its position among all."""
+        position = {id(step): offset + i for i, step in enumerate(self._started)}
         return [
             step.record(position.get(id(step.parent)) if step.parent else None)
             for step in self._started

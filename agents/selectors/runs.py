@@ -8,7 +8,7 @@ import uuid
 from django.db import connection
 from django.db.models import Q, QuerySet
 
-from agentbuilder.errors import NotFound
+from agentbuilder.errors import NotFound, PermissionDenied
 from agentbuilder.users import User
 from agents.access.permissions import Action, held_array, may
 from agents.models import Agent, Environment, Run, RunStatus
@@ -89,6 +89,28 @@ def run_check_visible(*, user: User, environment: Environment, run_id: uuid.UUID
             return
         if caller_id == user.pk and {Action.READ, Action.INVOKE} & set(held):
             return
+    raise NotFound(f"Run '{run_id}' not found.")
+
+
+def run_check_decider(*, user: User, environment: Environment, run_id: uuid.UUID) -> None:
+    """Raises unless the caller may decide the run's approval requests: its own run of an
+    agent it may READ or INVOKE, or any run of one it holds APPROVE on. NotFound for a run
+    it may not see, PermissionDenied for one it may only read (AUDIT)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _visible_sql(), {"run": run_id, "environment": environment.pk, "user": user.pk}
+        )
+        row = cursor.fetchone()
+    if row is not None:
+        caller_id, held = row
+        if user.is_superuser or Action.APPROVE in held:
+            return
+        if caller_id == user.pk and {Action.READ, Action.INVOKE} & set(held):
+            return
+        if Action.AUDIT in held:
+            raise PermissionDenied(
+                "Only the run's caller or a holder of APPROVE on its agent decides its approvals."
+            )
     raise NotFound(f"Run '{run_id}' not found.")
 
 

@@ -7,8 +7,9 @@ from enum import StrEnum
 
 
 class WebhookEvent(StrEnum):
-    """Only the run's ends fire today; the others are named for the features that will send
-    them (approvals, budgets, experiments), so a subscription to them is accepted now."""
+    """The run's ends and its waits for approvals fire today; the others are named for the
+    features that will send them (budgets, experiments), so a subscription to them is
+    accepted now."""
 
     RUN_COMPLETED = "run.completed"
     RUN_FAILED = "run.failed"

@@ -11,7 +11,8 @@ from typing import Any
 from django.utils import timezone
 
 from agentbuilder.plugins import Registry
-from agents.models import DeliveryFormat, Run
+from agents.models import ApprovalStatus, DeliveryFormat, Run
+from agents.webhooks.events import WebhookEvent
 
 Payload = Callable[[Run, str], dict[str, Any]]
 
@@ -27,9 +28,9 @@ PAYLOADS: Registry[Payload] = Registry(
 
 def standard_payload(run: Run, event: str) -> dict[str, Any]:
     """The event and the run as GET /v1/runs/{id} shows it, without its messages and steps
-    (docs/api.md#webhooks)."""
+    (docs/api.md#webhooks); `run.awaiting_approval` adds the requests that wait."""
     at = run.completed_at or timezone.now()
-    return {
+    payload: dict[str, Any] = {
         "type": event,
         "timestamp": at.isoformat().replace("+00:00", "Z"),
         "data": {
@@ -50,3 +51,10 @@ def standard_payload(run: Run, event: str) -> dict[str, Any]:
             "error": run.error,
         },
     }
+    if event == WebhookEvent.RUN_AWAITING_APPROVAL:  # what waits, for whoever decides it
+        asked = run.approval_requests.filter(status=ApprovalStatus.PENDING).order_by("created_at")
+        payload["data"]["approvalRequests"] = [
+            {"approvalRequestId": str(a.pk), "tool": a.tool, "arguments": a.arguments}
+            for a in asked
+        ]
+    return payload

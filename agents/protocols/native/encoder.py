@@ -50,6 +50,13 @@ class TokenUsage(BaseModel):
     total_tokens: int
 
 
+class ApprovalRequestItem(CamelModel):
+    approval_request_id: str
+    call_id: str
+    name: str
+    arguments: str = Field(description="The call's arguments as a JSON string.")
+
+
 class InvokeResponse(CamelModel):
     """The response object. A tool agent whose answer is a `structured_output` call answers
     with the validated object itself instead."""
@@ -63,6 +70,12 @@ class InvokeResponse(CamelModel):
     custom_outputs: dict[str, Any] | None = Field(
         None, description="sourceNodes and ragMode of a RAG agent, a guardrail's verdict."
     )
+    status: Literal["awaiting_approval"] | None = Field(
+        None,
+        description="Only when the run waits for a person's decision on the calls in "
+        "`approvalRequests` (POST /v1/runs/{runId}/approvals resumes it).",
+    )
+    approval_requests: list[ApprovalRequestItem] | None = None
 
 
 class StructuredOutput(RootModel[dict[str, Any]]):
@@ -126,6 +139,10 @@ class NdjsonEncoder:
             response = {**self.head, "usage": event.usage.as_dict()}
             if event.custom_outputs:
                 response["customOutputs"] = event.custom_outputs
+            if event.approval_requests:  # the turn's end: it waits for a person
+                response["status"] = "awaiting_approval"
+                response["approvalRequests"] = approval_requests_json(event)
+                return {"type": "response.approval_requested", "response": response}
             return {"type": "response.completed", "response": response}
         if isinstance(event, ResponseFailed):
             response = {
@@ -180,7 +197,24 @@ def response_body(events: list[Event]) -> dict[str, Any]:
     }
     if done.custom_outputs:
         body["customOutputs"] = done.custom_outputs
+    if done.approval_requests:
+        body["status"] = "awaiting_approval"
+        body["approvalRequests"] = approval_requests_json(done)
     return body
+
+
+def approval_requests_json(done: ResponseCompleted) -> list[dict[str, Any]]:
+    """The calls a paused turn waits on (docs/api.md#tool-approvals), as the native answer
+    and stream list them."""
+    return [
+        {
+            "approvalRequestId": r.approval_request_id,
+            "callId": r.call_id,
+            "name": r.name,
+            "arguments": r.arguments,
+        }
+        for r in done.approval_requests
+    ]
 
 
 def _message(text: str) -> dict[str, Any]:

@@ -8,14 +8,21 @@ and written after it ends, never while the model is talking.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from pydantic import Field, model_validator
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agentbuilder.api.negotiation import JsonAnswers
+from agentbuilder.api.paths import path_uuid
 from agentbuilder.api.views import ENVIRONMENT
+from agentbuilder.errors import Invalid
+from agentbuilder.wire import CamelModel
+from agents.api.run_events import NDJSON
+from agents.api.runs import RUN_ID
 from agents.api.views import AGENT_ID, CALL_DEPTH, VERSION_ID
 from agents.protocols.native.encoder import (
     InvokeAnswer,
@@ -31,6 +38,7 @@ from agents.runs.request import CHAT_TYPES, TASK_TYPES
 from agents.runs.start import Invocation, invocation_start
 from agents.runs.stream import collected_events
 from agents.runtime.events import ResponseFailed
+from agents.services.approvals import DecisionIn, StillWaiting, approvals_decide
 from retrieval.rag import OVERRIDES as RAG_OVERRIDES
 
 
@@ -84,13 +92,7 @@ class _InvokeBase(ProtocolView):
         if self.stream:
             encoder = NdjsonEncoder()
             return streamed(invocation, encoder.frames, "text/plain; charset=utf-8")
-        events = await collected_events(invocation)
-        headers = run_headers(invocation)
-        last = events[-1]
-        if isinstance(last, ResponseFailed):
-            status = failure_status(last.code)
-            return Response(error_body(last), status=status, headers=headers)
-        return Response(response_body(events), headers=headers)
+        return await _answered(invocation)
 
 
 QUESTION = OpenApiExample(
@@ -170,3 +172,92 @@ class InvokeTaskStreamView(InvokeTaskView):
     )
     async def post(self, request: Request, agentId: str, versionId: str) -> Any:
         return await self.answer(agentId, versionId)
+
+
+class Decision(CamelModel):
+    approval_request_id: uuid.UUID
+    decision: Literal["approve", "reject"]
+    message: str = Field("", max_length=4000, description="Told to the model on a rejection.")
+
+
+class ApprovalsBody(CamelModel):
+    decisions: list[Decision] = Field(min_length=1, max_length=100)
+
+    @model_validator(mode="after")
+    def _once_each(self) -> ApprovalsBody:
+        seen: set[uuid.UUID] = set()
+        for index, decision in enumerate(self.decisions):
+            if decision.approval_request_id in seen:
+                raise Invalid.at(
+                    ("decisions", index, "approvalRequestId"),
+                    "this request is decided twice in the body",
+                )
+            seen.add(decision.approval_request_id)
+        return self
+
+
+class StillWaitingOut(CamelModel):
+    run_id: uuid.UUID
+    status: Literal["awaiting_approval"] = "awaiting_approval"
+    pending_approval_requests: list[uuid.UUID]
+
+
+class RunApprovalsView(ProtocolView):
+    """POST /v1/runs/{runId}/approvals (docs/api.md#tool-approvals)."""
+
+    protocol = "native"
+    checks_in_first_hop = True
+    conflicts = True  # decided already, or the run waits no more
+    # Its errors are JSON whatever Accept says; NDJSON is asked with Accept.
+    content_negotiation_class = JsonAnswers
+
+    @extend_schema(
+        operation_id="runs_approvals",
+        parameters=[RUN_ID, ENVIRONMENT],
+        request=ApprovalsBody,
+        responses={
+            200: InvokeAnswer,
+            **STREAM_DOC,
+            202: OpenApiResponse(
+                StillWaitingOut, description="Decided in part: the run waits for the rest."
+            ),
+        },
+        tags=["runs"],
+        summary="Decide the tool calls a run waits on; the last decision resumes it",
+        description="By the run's caller or a holder of APPROVE on its agent (404 for whoever "
+        "may not see the run, 403 for one who only reads it). Each request is decided once "
+        "(409 after, and for a run that waits no more: expired, canceled). When none is left "
+        "pending the same run goes on where it stopped, answering as invoke does: JSON, or "
+        "NDJSON with `Accept: application/x-ndjson`. Approved calls run; rejected ones give "
+        "the model a result that says so, with the message.",
+    )
+    async def post(self, request: Request, runId: str) -> Any:
+        decided = await self.checked(self._decide)(runId)
+        if isinstance(decided, StillWaiting):
+            body = StillWaitingOut(
+                run_id=decided.run_id, pending_approval_requests=list(decided.pending)
+            )
+            return Response(body.model_dump(mode="json", by_alias=True), status=202)
+        if NDJSON in request.headers.get("Accept", ""):
+            return streamed(decided, NdjsonEncoder().frames, NDJSON)
+        return await _answered(decided)
+
+    def _decide(self, runId: str) -> Invocation | StillWaiting:
+        run_id = path_uuid(runId, "runId", "a run id")
+        body = self.body(ApprovalsBody)
+        decisions = [
+            DecisionIn(d.approval_request_id, d.decision, d.message) for d in body.decisions
+        ]
+        return approvals_decide(
+            user=self.request.user, environment=self.environment, run_id=run_id, decisions=decisions
+        )
+
+
+async def _answered(invocation: Invocation) -> Response:
+    """invoke's answer: the run to its end, as a response object (or a failure's error)."""
+    events = await collected_events(invocation)
+    headers = run_headers(invocation)
+    last = events[-1]
+    if isinstance(last, ResponseFailed):
+        return Response(error_body(last), status=failure_status(last.code), headers=headers)
+    return Response(response_body(events), headers=headers)

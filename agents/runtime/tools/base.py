@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents import json_schemas
+from agents.configs import ApprovalPolicy
 from agents.llm.base import ToolSpec
 
 
@@ -32,6 +33,8 @@ class ToolFailure(Exception):
 class Tool:
     spec: ToolSpec
     call: Callable[[dict[str, Any]], Awaitable[Outcome]]
+    # Whether a person approves a call first (agents.runtime.approvals); None: never.
+    approval: ApprovalPolicy | None = None
 
 
 def parse_arguments(raw: str, schema: dict[str, Any]) -> dict[str, Any]:

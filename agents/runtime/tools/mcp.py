@@ -97,7 +97,8 @@ def _offered(
             yield name, Tool(spec, _refusal(message))
             continue
         spec = ToolSpec(name, description[:MAX_DESCRIPTION], parameters)
-        yield name, _remote_tool(spec, server.name, server.endpoint, remote.name)
+        tool = _remote_tool(spec, server.name, server.endpoint, remote.name)
+        yield name, replace(tool, approval=server.approval(remote.name))
 
 
 def _refused_schema(parameters: dict[str, Any]) -> str | None:
@@ -130,7 +131,8 @@ def _stand_ins(server: McpServerSpec, reason: str, taken: set[str]) -> Iterator[
             if server.endpoint is None:
                 yield name, Tool(spec, refuse)
             else:
-                yield name, _remote_tool(spec, server.name, server.endpoint, remote_name)
+                tool = _remote_tool(spec, server.name, server.endpoint, remote_name)
+                yield name, replace(tool, approval=server.approval(remote_name))
         return
     name = _free_name(server.name, "mcp", taken)
     description = f"The tools of MCP server {server.name}, unusable now ({reason})"

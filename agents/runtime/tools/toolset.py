@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from agents.configs import (
     FunctionTool,
+    GatedTool,
     RagTool,
     StructuredOutputTool,
     TaskAgentConfig,
@@ -47,6 +49,9 @@ async def build_tools(
                 if target is not None
                 else _missing_task_agent(entry)
             )
+    for entry in config.tools:
+        if isinstance(entry, GatedTool) and entry.require_approval is not None:
+            tools[entry.name] = replace(tools[entry.name], approval=entry.require_approval)
     if spec.mcp_servers:
         # Imported here: the SDK is slow to load and most agents never need it.
         from agents.runtime.tools.mcp import mcp_tools

@@ -1,0 +1,208 @@
+"""A run that waits for a person's approval, kept in the database, and resumed where it
+stopped (docs/api.md#tool-approvals; the runtime's side is agents.runtime.approvals).
+
+- **Pause.** A turn that ends with approval requests is recorded `awaiting_approval`
+  (agents.runs.record): the row keeps its request and the paused turn (`paused`), its
+  deadline is `lease_until` (the version's approvalTtl), and each request is an
+  ApprovalRequest row. It holds no process: nothing renews it, and the lease sweep leaves
+  it alone.
+- **Resume.** The decision that answers the last pending request claims the run
+  (`in_progress`, leased by the deciding process, agents.services.approvals); its
+  invocation is built here from what the row kept, with the decisions, and runs through
+  the one run path as any run: its events are added after the ones it had, its steps after
+  its steps. The tools that ran before the pause do not run again: the turn kept their
+  results.
+- **Expiry.** The sweep ends a run whose deadline passed `canceled` / `approval_expired`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models.functions import Now
+
+from agentbuilder import liveness
+from agentbuilder.errors import DomainError, Invalid
+from agentbuilder.users import User
+from agents.configs import ToolAgentConfig
+from agents.llm.base import Usage
+from agents.models import ApprovalRequest, ApprovalStatus, Environment, Run, RunEvent, RunStatus
+from agents.runs.request import (
+    kept_message_from_json,
+    kept_message_json,
+    request_from_json,
+    request_json,
+)
+from agents.runs.start import Invocation, invocation_claimed
+from agents.runtime.approvals import (
+    DEFAULT_TTL_SECONDS,
+    Decision,
+    PausedTurn,
+    Resume,
+)
+from agents.runtime.approvals import (
+    ApprovalRequest as Asked,
+)
+from agents.runtime.failures import FailureCode
+from agents.runtime.spec import AgentSpec
+
+logger = logging.getLogger(__name__)
+
+SWEEP = "approvals"
+
+
+def register() -> None:
+    """Every live process expires the waiting runs past their deadline in its sweeps; a
+    waiting run is held by no process, so there is nothing to renew."""
+    liveness.register(SWEEP, renew=lambda held: None, sweep=runs_expire_approvals)
+
+
+EXPIRED = {
+    "code": FailureCode.APPROVAL_EXPIRED.value,
+    "message": "no decision on the tool calls it waited for came within approvalTtl",
+}
+
+
+def approval_ttl(spec: AgentSpec) -> timedelta:
+    config = spec.config
+    seconds = config.approval_ttl if isinstance(config, ToolAgentConfig) else None
+    return timedelta(seconds=seconds or DEFAULT_TTL_SECONDS)
+
+
+# ---------------------------------------------------------------- the paused turn as JSON
+
+
+def paused_json(invocation: Invocation, turn: PausedTurn) -> dict[str, Any]:
+    """What the run's row keeps while it waits: the request (agents.runs.request) and the
+    turn, whole."""
+    assert invocation.request is not None, "a run that cannot pause paused"
+    return {
+        "request": request_json(invocation.request),
+        "versionNumber": invocation.version_number,
+        "turn": {
+            "messages": [kept_message_json(m) for m in turn.messages],
+            "iteration": turn.iteration,
+            "retries": turn.retries,
+            "requests": [
+                [r.approval_request_id, r.call_id, r.name, r.arguments] for r in turn.requests
+            ],
+            "usage": turn.usage.as_dict(),
+            "modelCalls": turn.model_calls,
+        },
+    }
+
+
+def turn_from_json(data: dict[str, Any]) -> PausedTurn:
+    usage = data["usage"]
+    return PausedTurn(
+        messages=tuple(kept_message_from_json(m) for m in data["messages"]),
+        iteration=data["iteration"],
+        retries=data["retries"],
+        requests=tuple(Asked(*r) for r in data["requests"]),
+        usage=Usage(usage["input_tokens"], usage["output_tokens"]),
+        model_calls=data["modelCalls"],
+    )
+
+
+def approval_rows_json(run_id: uuid.UUID, turn: PausedTurn) -> list[dict[str, Any]]:
+    """The turn's requests as the pause's statement inserts them (agents.runs.record)."""
+    return [
+        {
+            "id": r.approval_request_id,
+            "run_id": str(run_id),
+            "call_id": r.call_id,
+            "tool": r.name,
+            "arguments": r.arguments,
+        }
+        for r in turn.requests
+    ]
+
+
+@functools.cache
+def approvals_insert_sql() -> str:
+    """The INSERT of a pause's approval requests, `%(approvals)s` a JSON array."""
+    quote = connection.ops.quote_name
+    table = quote(ApprovalRequest._meta.db_table)
+    column = {f.name: quote(str(f.column)) for f in ApprovalRequest._meta.concrete_fields}
+    names = ("id", "run", "call_id", "tool", "arguments", "status", "created_at", "message")
+    # Names from the model's metadata; every value is a parameter.
+    return f"""
+        INSERT INTO {table} ({", ".join(column[n] for n in names)})
+        SELECT (a->>'id')::uuid, (a->>'run_id')::uuid, a->>'call_id', a->>'tool',
+            a->>'arguments', %(pending)s, %(now)s, ''
+        FROM jsonb_array_elements(%(approvals)s::jsonb) AS a
+    """  # noqa: S608
+
+
+# ---------------------------------------------------------------- resume
+
+
+def invocation_resumed(
+    run: Run, caller: User, environment: Environment, decisions: tuple[Decision, ...]
+) -> Invocation | None:
+    """The invocation that goes on with `run`, just claimed for this process (now
+    `in_progress`, its `paused` read before the claim cleared it): its turn resumed with
+    `decisions`. None when it cannot go on (its caller lost the right to run it, its
+    version is gone): then the run is failed with the reason."""
+    kept = run.paused
+    assert kept is not None
+    request = request_from_json(
+        kept["request"],
+        user=caller,
+        environment=environment,
+        agent_id=run.agent_id,
+        version_ref=str(kept["versionNumber"]),
+    )
+    try:
+        invocation = invocation_claimed(run, request)
+    except (DomainError, Invalid) as exc:
+        logger.info("run %s could not resume: %s", run.pk, exc)
+        return None
+    resume = Resume(turn_from_json(kept["turn"]), decisions)
+    invocation.run_input = replace(invocation.run_input, messages=(), resume=resume)
+    invocation.events_before = RunEvent.objects.filter(run_id=run.pk).count()
+    invocation.steps_before = list(run.steps)
+    return invocation
+
+
+# ---------------------------------------------------------------- closing a waiting run
+
+
+def run_cancel_waiting(run_id: uuid.UUID) -> bool:
+    """Close a run waiting for approvals `canceled` (its requests expire): nothing waits on
+    a process. False if it is not waiting (resumed since, or ended)."""
+    return bool(_close_waiting(Run.objects.filter(pk=run_id), RunStatus.CANCELED, None))
+
+
+def runs_expire_approvals() -> int:
+    """End every run whose approvals were not decided in time `canceled` /
+    `approval_expired` (the lease sweep's part, in every live process)."""
+    expired = Run.objects.filter(status=RunStatus.AWAITING_APPROVAL, lease_until__lt=Now())
+    closed = _close_waiting(expired, RunStatus.CANCELED, EXPIRED)
+    if closed:
+        logger.info("%s run(s) waited past their approvalTtl: canceled (approval_expired)", closed)
+    return closed
+
+
+def _close_waiting(runs: Any, status: str, error: dict[str, str] | None) -> int:
+    ids = list(runs.filter(status=RunStatus.AWAITING_APPROVAL).values_list("pk", flat=True)[:500])
+    if not ids:
+        return 0
+    with transaction.atomic():
+        closed = Run.objects.filter(pk__in=ids, status=RunStatus.AWAITING_APPROVAL).update(
+            status=status, completed_at=Now(), error=error, lease_until=None, paused=None
+        )
+        ApprovalRequest.objects.filter(run_id__in=ids, status=ApprovalStatus.PENDING).update(
+            status=ApprovalStatus.EXPIRED
+        )
+    return closed
+
+
+def deadline(invocation: Invocation, now: datetime) -> datetime:
+    return now + approval_ttl(invocation.spec)

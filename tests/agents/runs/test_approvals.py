@@ -1,0 +1,462 @@
+"""Tool approvals (docs/api.md#tool-approvals) on the native surface, against the platform
+served by uvicorn (tests/live.py) with a fake OpenAI model: a gated call pauses the run
+`awaiting_approval` while the step's other calls run; a decision resumes the same run where
+it stopped, and tools that count their calls show nothing ran twice; who may decide, once;
+bad bodies; expiry; cancel; two deciders at once.
+
+No wall-clock limit: each call waits for its answer, and the two deciders race on a
+barrier, not a timer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+from django.test import override_settings
+from django.utils import timezone
+
+from agents.access.permissions import Action, grant
+from agents.access.tokens import token_encode
+from agents.models import Agent, ApprovalRequest, Run, RunEvent
+from agents.runs.approvals import runs_expire_approvals
+from agents.runtime.tools import functions
+from tests.factories import UserFactory
+from tests.fakes.openai import FakeOpenAI
+from tests.fakes.server import Call, Turn
+from tests.live import MODEL, platform_port  # noqa: F401 (the fixture port)
+from tests.support.backends import openai_server  # noqa: F401
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.usefixtures("reseed_after_module"),
+]
+PATIENCE = 120.0
+ASK = {"messages": [{"role": "user", "content": "Refund order 7, it arrived broken."}]}
+NDJSON = "application/x-ndjson"
+
+ran: Counter[str] = Counter()  # calls of the counting tools, by name
+
+
+def refund_order(order_id: str, amount: float) -> str:
+    """Refund an order."""
+    ran["refund_order"] += 1
+    return f"refunded {amount} on order {order_id}"
+
+
+def look_up_order(order_id: str) -> str:
+    """Look up an order."""
+    ran["look_up_order"] += 1
+    return f"order {order_id}: a kettle, 40.0"
+
+
+@pytest.fixture(autouse=True)
+def counting_tools(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The two tools, registered for this test only; their counts from zero."""
+    saved = dict(functions.REGISTRY)
+    for func in (refund_order, look_up_order):
+        functions.function_tool(func)
+    ran.clear()
+    yield
+    functions.REGISTRY.clear()
+    functions.REGISTRY.update(saved)
+
+
+@pytest.fixture
+def model(openai_server: FakeOpenAI) -> Iterator[FakeOpenAI]:  # noqa: F811
+    openai_server.reset()
+    with override_settings(LLM_OFFLINE=False):
+        yield openai_server
+    openai_server.reset()
+
+
+def tool(name: str, require: Any = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "toolType": "function",
+        "name": name,
+        "description": name,
+        "funcName": name,
+    }
+    if require is not None:
+        entry["requireApproval"] = require
+    return entry
+
+
+@pytest.fixture
+def shop(make_agent: Callable[..., Agent]) -> Agent:
+    """Refunds need a person when over 20; look-ups never do."""
+    config = {
+        "llmModelId": MODEL,
+        "systemPrompt": "You help with orders.",
+        "tools": [
+            tool("look_up_order"),
+            tool(
+                "refund_order",
+                {
+                    "argumentsMatch": {
+                        "type": "object",
+                        "properties": {"amount": {"type": "number", "exclusiveMinimum": 20}},
+                    }
+                },
+            ),
+        ],
+    }
+    return make_agent("Shop", "tool", config=config)
+
+
+def client(port: int, user: Any) -> httpx.Client:
+    token = token_encode(user_id=user.pk, environment_id=None)[0]
+    return httpx.Client(
+        base_url=f"http://127.0.0.1:{port}/v1",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=PATIENCE,
+    )
+
+
+def invoke(http: httpx.Client, agent: Agent, route: str = "invoke") -> httpx.Response:
+    return http.post(f"/agents/{agent.pk}/versions/latest/{route}", json=ASK)
+
+
+def decide(
+    http: httpx.Client, run_id: str, *decisions: dict[str, Any], **headers: str
+) -> httpx.Response:
+    return http.post(
+        f"/runs/{run_id}/approvals", json={"decisions": list(decisions)}, headers=headers
+    )
+
+
+def pause_turns() -> tuple[Turn, ...]:
+    """The model looks the order up and refunds 40 in one step (the refund waits)."""
+    return (
+        Turn(
+            calls=[
+                Call("look_up_order", {"order_id": "7"}, id="call_look"),
+                Call("refund_order", {"order_id": "7", "amount": 40.0}, id="call_refund"),
+            ]
+        ),
+    )
+
+
+def test_a_gated_call_pauses_the_run_and_an_approval_resumes_it_running_nothing_twice(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns(), Turn(text=["Refunded 40 on order 7."]))
+    with client(port, owner) as http:
+        paused = invoke(http, shop)
+        assert paused.status_code == 200, paused.text
+        body = paused.json()
+        run_id = paused.headers["X-Run-Id"]
+        assert body["status"] == "awaiting_approval"
+        [asked] = body["approvalRequests"]
+        assert (asked["name"], json.loads(asked["arguments"])) == (
+            "refund_order",
+            {"order_id": "7", "amount": 40.0},
+        )
+        assert ran == {"look_up_order": 1}  # the step's other call ran; the refund did not
+        run = Run.objects.get(pk=run_id)
+        assert run.status == "awaiting_approval"
+        assert run.lease_until is not None
+        assert run.completed_at is None
+        [row] = ApprovalRequest.objects.filter(run=run)
+        assert (str(row.pk), row.status, row.tool) == (
+            asked["approvalRequestId"],
+            "pending",
+            "refund_order",
+        )
+        assert [s["type"] for s in run.steps][-1] == "approval_request"
+
+        resumed = decide(
+            http, run_id, {"approvalRequestId": asked["approvalRequestId"], "decision": "approve"}
+        )
+        assert resumed.status_code == 200, resumed.text
+        assert resumed.headers["X-Run-Id"] == run_id
+        answer = resumed.json()
+        assert answer["output"][-1]["content"][0]["text"] == "Refunded 40 on order 7."
+        assert "status" not in answer
+        again = decide(
+            http, run_id, {"approvalRequestId": asked["approvalRequestId"], "decision": "approve"}
+        )
+        assert again.status_code == 409, again.text
+
+    assert ran == {"look_up_order": 1, "refund_order": 1}
+    assert len(model.bodies) == 2  # no model call was made again
+    results = [m for m in model.bodies[1]["messages"] if m["role"] == "tool"]
+    assert [(m["tool_call_id"], m["content"]) for m in results] == [
+        ("call_look", "order 7: a kettle, 40.0"),
+        ("call_refund", "refunded 40.0 on order 7"),
+    ]
+    run = Run.objects.get(pk=run_id)
+    assert (run.status, run.paused) == ("completed", None)
+    assert run.response_id == body["id"] == answer["id"]
+    kinds = [s["type"] for s in run.steps]
+    assert kinds == [
+        "model_call",
+        "tool_call",
+        "approval_request",
+        "approval_decision",
+        "tool_call",
+        "model_call",
+    ]
+    decision = run.steps[3]
+    assert (decision["decision"], decision["by"]) == ("approve", owner.username)
+    assert run.tokens_usage["total_tokens"] == 2 * (11 + 7)
+    indexes = list(
+        RunEvent.objects.filter(run=run).order_by("index").values_list("index", flat=True)
+    )
+    assert indexes == list(range(len(indexes)))  # the resumed turn's events follow its own
+    assert ApprovalRequest.objects.get(pk=asked["approvalRequestId"]).decided_by == owner
+
+
+def test_a_rejection_tells_the_model_with_the_message_and_the_tool_never_runs(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns(), Turn(text=["I could not refund it."]))
+    with client(port, owner) as http:
+        paused = invoke(http, shop).json()
+        [asked] = paused["approvalRequests"]
+        run_id = Run.objects.get(response_id=paused["id"]).pk
+        said = decide(
+            http,
+            str(run_id),
+            {
+                "approvalRequestId": asked["approvalRequestId"],
+                "decision": "reject",
+                "message": "Send a replacement instead.",
+            },
+        )
+        assert said.status_code == 200, said.text
+    assert ran == {"look_up_order": 1}
+    [_, rejected] = [m for m in model.bodies[1]["messages"] if m["role"] == "tool"]
+    assert "rejected by owner" in rejected["content"]
+    assert "Send a replacement instead." in rejected["content"]
+    assert Run.objects.get(pk=run_id).steps[3]["message"] == "Send a replacement instead."
+
+
+def test_a_call_whose_arguments_do_not_match_runs_and_unparsable_ones_wait(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(
+        Turn(calls=[Call("refund_order", {"order_id": "7", "amount": 5.0})]),
+        Turn(text=["Refunded 5."]),
+        Turn(calls=[Call("refund_order", '{"order_id": "7", "amount": ')]),
+    )
+    with client(port, owner) as http:
+        small = invoke(http, shop).json()
+        assert "status" not in small
+        assert ran == {"refund_order": 1}
+        broken = invoke(http, shop).json()
+    assert broken["status"] == "awaiting_approval"  # fails closed
+    assert ran == {"refund_order": 1}
+
+
+def test_the_stream_ends_with_the_request_and_the_decision_streams_the_rest(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns(), Turn(text=["Refunded ", "40."]))
+    with client(port, owner) as http:
+        streamed = invoke(http, shop, "invoke-stream")
+        lines = [json.loads(line) for line in streamed.text.splitlines()]
+        last = lines[-1]
+        assert last["type"] == "response.approval_requested"
+        assert last["response"]["status"] == "awaiting_approval"
+        [asked] = last["response"]["approvalRequests"]
+        run_id = streamed.headers["X-Run-Id"]
+        rest = decide(
+            http,
+            run_id,
+            {"approvalRequestId": asked["approvalRequestId"], "decision": "approve"},
+            Accept=NDJSON,
+        )
+        assert rest.status_code == 200
+        assert rest.headers["Content-Type"].startswith(NDJSON)
+        more = [json.loads(line) for line in rest.text.splitlines()]
+        events = http.get(f"/runs/{run_id}/events").text.splitlines()
+    assert [m["type"] for m in more] == [
+        "response.created",
+        "response.output_text.delta",
+        "response.output_text.delta",
+        "response.completed",
+    ]
+    assert more[0]["response"]["id"] == lines[0]["response"]["id"]
+    # The run's events are both turns', in order, each once.
+    followed = [json.loads(line) for line in events]
+    assert [f["type"] for f in followed] == [x["type"] for x in lines + more]
+    indexes = [f["index"] for f in followed]  # tool results are stored, not shown
+    assert indexes == sorted(set(indexes))
+
+
+def test_bad_decisions_are_refused_at_their_path_and_change_nothing(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any, make_agent: Callable[..., Agent]
+) -> None:
+    model.script(*pause_turns(), *pause_turns())
+    with client(port, owner) as http:
+        first = invoke(http, shop)
+        other = invoke(http, shop)
+        run_id, other_id = first.headers["X-Run-Id"], other.headers["X-Run-Id"]
+        [asked] = first.json()["approvalRequests"]
+        [elsewhere] = other.json()["approvalRequests"]
+        yes = {"approvalRequestId": asked["approvalRequestId"], "decision": "approve"}
+        cases = [
+            ({"decisions": []}, ["body", "decisions"]),
+            ({}, ["body", "decisions"]),
+            ({"decisions": [{**yes, "decision": "maybe"}]}, ["body", "decisions", 0, "decision"]),
+            (
+                {"decisions": [yes, {**yes, "decision": "reject"}]},
+                ["body", "decisions", 1, "approvalRequestId"],
+            ),
+            (
+                {
+                    "decisions": [
+                        {"approvalRequestId": elsewhere["approvalRequestId"], "decision": "approve"}
+                    ]
+                },
+                ["body", "decisions", 0, "approvalRequestId"],
+            ),
+            (
+                {"decisions": [{**yes, "approvalRequestId": "not-a-uuid"}]},
+                ["body", "decisions", 0, "approvalRequestId"],
+            ),
+        ]
+        for body, path in cases:
+            refused = http.post(f"/runs/{run_id}/approvals", json=body)
+            assert refused.status_code == 400, (body, refused.text)
+            assert path in [e["loc"] for e in refused.json()["detail"]], refused.json()
+        assert http.post("/runs/nope/approvals", json={"decisions": [yes]}).status_code == 400
+    assert Run.objects.get(pk=run_id).status == "awaiting_approval"
+    assert ApprovalRequest.objects.get(pk=asked["approvalRequestId"]).status == "pending"
+    assert Run.objects.get(pk=other_id).status == "awaiting_approval"
+    assert ran == {"look_up_order": 2}
+
+
+def test_only_the_caller_or_an_approve_holder_decides(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any, env: Any
+) -> None:
+    model.script(*pause_turns(), Turn(text=["Refunded."]))
+    stranger = UserFactory(username="stranger")
+    auditor = UserFactory(username="auditor")
+    grant(auditor, Action.AUDIT, shop)
+    approver = UserFactory(username="approver")
+    grant(approver, Action.APPROVE, shop)
+    with client(port, owner) as http:
+        paused = invoke(http, shop)
+    run_id = paused.headers["X-Run-Id"]
+    [asked] = paused.json()["approvalRequests"]
+    yes = {"approvalRequestId": asked["approvalRequestId"], "decision": "approve"}
+    with client(port, stranger) as http:
+        assert decide(http, run_id, yes).status_code == 404
+    with client(port, auditor) as http:
+        assert decide(http, run_id, yes).status_code == 403
+    assert ran == {"look_up_order": 1}
+    with client(port, approver) as http:
+        resumed = decide(http, run_id, yes)
+        assert resumed.status_code == 200, resumed.text
+    assert ran == {"look_up_order": 1, "refund_order": 1}
+    run = Run.objects.get(pk=run_id)
+    assert run.caller == owner  # the run stays its caller's; the decision is the approver's
+    assert run.steps[3]["by"] == "approver"
+
+
+def test_two_deciders_at_once_one_wins_and_the_tool_runs_once(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns(), Turn(text=["Refunded."]))
+    approver = UserFactory(username="approver")
+    grant(approver, Action.APPROVE, shop)
+    with client(port, owner) as http:
+        paused = invoke(http, shop)
+    run_id = paused.headers["X-Run-Id"]
+    [asked] = paused.json()["approvalRequests"]
+    barrier = threading.Barrier(2)
+
+    def race(user: Any, decision: str) -> int:
+        with client(port, user) as http:
+            barrier.wait()
+            body = {"approvalRequestId": asked["approvalRequestId"], "decision": decision}
+            return decide(http, run_id, body).status_code
+
+    with ThreadPoolExecutor(2) as pool:
+        codes = sorted(pool.map(race, [owner, approver], ["approve", "approve"]))
+    assert codes == [200, 409]
+    assert ran == {"look_up_order": 1, "refund_order": 1}
+
+
+def test_a_waiting_run_expires_after_its_ttl_and_a_late_decision_is_refused(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns())
+    with client(port, owner) as http:
+        paused = invoke(http, shop)
+        run_id = paused.headers["X-Run-Id"]
+        [asked] = paused.json()["approvalRequests"]
+        Run.objects.filter(pk=run_id).update(lease_until=timezone.now() - timedelta(seconds=1))
+        assert runs_expire_approvals() == 1
+        late = decide(
+            http, run_id, {"approvalRequestId": asked["approvalRequestId"], "decision": "approve"}
+        )
+    assert late.status_code == 409
+    assert "expired" in late.json()["detail"]
+    run = Run.objects.get(pk=run_id)
+    assert (run.status, run.error["code"], run.paused) == ("canceled", "approval_expired", None)
+    assert ApprovalRequest.objects.get(pk=asked["approvalRequestId"]).status == "expired"
+    assert ran == {"look_up_order": 1}
+
+
+def test_the_deadline_is_the_versions_approval_ttl(
+    port: int, model: FakeOpenAI, owner: Any, make_agent: Callable[..., Agent]
+) -> None:
+    config = {
+        "llmModelId": MODEL,
+        "approvalTtl": 600,
+        "tools": [tool("refund_order", "always")],
+    }
+    agent = make_agent("Strict", "tool", config=config)
+    model.script(Turn(calls=[Call("refund_order", {"order_id": "1", "amount": 1.0})]))
+    before = timezone.now()
+    with client(port, owner) as http:
+        run_id = invoke(http, agent).headers["X-Run-Id"]
+    run = Run.objects.get(pk=run_id)
+    assert (
+        before + timedelta(seconds=600)
+        <= run.lease_until
+        <= timezone.now() + timedelta(seconds=600)
+    )
+
+
+def test_a_waiting_run_is_canceled_at_once(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns())
+    with client(port, owner) as http:
+        paused = invoke(http, shop)
+        run_id = paused.headers["X-Run-Id"]
+        [asked] = paused.json()["approvalRequests"]
+        assert http.post(f"/runs/{run_id}/cancel").status_code == 202
+        late = decide(
+            http, run_id, {"approvalRequestId": asked["approvalRequestId"], "decision": "approve"}
+        )
+    assert late.status_code == 409
+    assert Run.objects.get(pk=run_id).status == "canceled"
+    assert ran == {"look_up_order": 1}
+
+
+def test_chat_completions_refuse_a_gated_call_to_the_model(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns(), Turn(text=["I cannot refund it here."]))
+    with client(port, owner) as http:
+        answer = http.post(
+            f"/agents/{shop.pk}/versions/latest/chat/completions",
+            json={"messages": ASK["messages"]},
+        )
+    assert answer.status_code == 200, answer.text
+    assert ran == {"look_up_order": 1}
+    [_, refused] = [m for m in model.bodies[1]["messages"] if m["role"] == "tool"]
+    assert "needs a person's approval" in refused["content"]
+    assert Run.objects.get(agent=shop).status == "completed"
