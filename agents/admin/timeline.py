@@ -23,6 +23,12 @@ DETAIL_KEYS = (
     "query",
     "hxqlQuery",
     "hits",
+    "tool",
+    "decision",
+    "by",
+    "decidedAt",
+    "message",
+    "approvalRequestId",
 )
 MIN_WIDTH = 0.5  # percent: a step of a few microseconds still shows as a mark
 
@@ -82,6 +88,10 @@ def _label(step: dict[str, Any]) -> str:
         return f"retrieval ({len(step.get('hits') or [])} hits)"
     if kind == "guardrail":
         return f"guardrail {step.get('name', '')} ({step.get('stage', '')})"
+    if kind == "approval_request":
+        return f"approval asked: {step.get('tool', '')}"
+    if kind == "approval_decision":
+        return f"{step.get('decision', '')} {step.get('tool', '')} by {step.get('by', '')}"
     return str(kind)
 
 

@@ -58,3 +58,27 @@ def test_steps_past_the_recorded_latency_widen_the_span() -> None:
     [only] = timeline([step("retrieval", 500, 500, hits=[{}, {}])], START, None)
     assert (only.left, only.width) == (50, 50)
     assert only.label == "retrieval (2 hits)"
+
+
+def test_approval_steps_say_what_waited_and_who_decided() -> None:
+    asked, decided = timeline(
+        [
+            step("approval_request", 0, 0, approvalRequestId="r1", tool="refund", arguments="{}"),
+            step(
+                "approval_decision",
+                900,
+                0,
+                approvalRequestId="r1",
+                tool="refund",
+                decision="reject",
+                by="ana",
+                decidedAt="2026-11-26T12:00:00.9Z",
+                message="Not this one.",
+            ),
+        ],
+        START,
+        1000,
+    )
+    assert asked.label == "approval asked: refund"
+    assert decided.label == "reject refund by ana"
+    assert dict(decided.details)["message"] == "Not this one."

@@ -25,14 +25,16 @@ from django.utils import timezone
 
 from agents.access.permissions import Action, grant
 from agents.access.tokens import token_encode
-from agents.models import Agent, ApprovalRequest, Run, RunEvent
+from agents.models import Agent, AgentWebhook, ApprovalRequest, Run, RunEvent
 from agents.runs.approvals import runs_expire_approvals
+from agents.runs.leases import runs_interrupt_expired
 from agents.runtime.tools import functions
 from tests.factories import UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Call, Turn
-from tests.live import MODEL, platform_port  # noqa: F401 (the fixture port)
+from tests.live import MODEL, platform_port, server_on  # noqa: F401 (the fixture port)
 from tests.support.backends import openai_server  # noqa: F401
+from tests.support.webhooks import Receiver, deliver_all, receiver, webhooks_on_loopback  # noqa: F401
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
@@ -460,3 +462,73 @@ def test_chat_completions_refuse_a_gated_call_to_the_model(
     [_, refused] = [m for m in model.bodies[1]["messages"] if m["role"] == "tool"]
     assert "needs a person's approval" in refused["content"]
     assert Run.objects.get(agent=shop).status == "completed"
+
+
+@pytest.mark.usefixtures("webhooks_on_loopback")
+def test_each_wait_is_a_run_awaiting_approval_webhook_with_its_requests(
+    port: int,
+    model: FakeOpenAI,
+    shop: Agent,
+    owner: Any,
+    receiver: Receiver,  # noqa: F811
+) -> None:
+    events = ["run.awaiting_approval", "run.completed"]
+    AgentWebhook.objects.create(agent=shop, url=receiver.url, events=events)
+    again = Turn(calls=[Call("refund_order", {"order_id": "8", "amount": 30.0}, id="call_2")])
+    model.script(*pause_turns(), again, Turn(text=["Both refunded."]))
+    with client(port, owner) as http:
+        first = invoke(http, shop)
+        run_id = first.headers["X-Run-Id"]
+        [asked] = first.json()["approvalRequests"]
+        deliver_all()
+        second = decide(
+            http, run_id, {"approvalRequestId": asked["approvalRequestId"], "decision": "approve"}
+        )
+        [asked_again] = second.json()["approvalRequests"]  # the model asked for another
+        deliver_all()
+        done = decide(
+            http,
+            run_id,
+            {"approvalRequestId": asked_again["approvalRequestId"], "decision": "approve"},
+        )
+        assert done.status_code == 200, done.text
+        deliver_all()
+    payloads = [json.loads(got.body) for got in receiver.received]
+    assert [p["type"] for p in payloads] == [*events[:1], *events]
+    waits = [p["data"]["approvalRequests"] for p in payloads[:2]]
+    assert [[r["approvalRequestId"] for r in w] for w in waits] == [
+        [asked["approvalRequestId"]],
+        [asked_again["approvalRequestId"]],
+    ]
+    assert waits[0][0]["tool"] == "refund_order"
+    assert {p["data"]["id"] for p in payloads} == {run_id}
+    assert ran == {"look_up_order": 1, "refund_order": 2}
+
+
+def test_a_run_waits_through_its_servers_death_and_resumes_on_another(
+    model: FakeOpenAI, owner: Any, make_agent: Callable[..., Agent], tmp_path: Any
+) -> None:
+    # Server processes of their own (tests/live.py), which know the built-in tools only.
+    config = {
+        "llmModelId": MODEL,
+        "tools": [{**tool("multiply", "always"), "funcName": "multiply"}],
+    }
+    agent = make_agent("Multiplier", "tool", config=config)
+    model.script(Turn(calls=[Call("multiply", {"a": 3, "b": 5}, id="call_m")]), Turn(text=["15."]))
+    with server_on(model, tmp_path / "first.log") as first, client(first.port, owner) as http:
+        paused = invoke(http, agent)
+        assert paused.status_code == 200, paused.text
+        first.kill()  # SIGKILL: no shutdown, nothing written on the way out
+    run_id = paused.headers["X-Run-Id"]
+    [asked] = paused.json()["approvalRequests"]
+    assert runs_interrupt_expired() == 0  # a waiting run holds no process: nothing to sweep
+    assert Run.objects.get(pk=run_id).status == "awaiting_approval"
+    with server_on(model, tmp_path / "second.log") as second, client(second.port, owner) as http:
+        yes = {"approvalRequestId": asked["approvalRequestId"], "decision": "approve"}
+        resumed = decide(http, run_id, yes)
+    assert resumed.status_code == 200, resumed.text
+    assert resumed.json()["output"][-1]["content"][0]["text"] == "15."
+    assert len(model.bodies) == 2
+    [result] = [m for m in model.bodies[1]["messages"] if m["role"] == "tool"]
+    assert (result["tool_call_id"], result["content"]) == ("call_m", "15")
+    assert Run.objects.get(pk=run_id).status == "completed"
