@@ -31,6 +31,7 @@ from agents.admin.forms import (
 from agents.examples import TEMPLATES
 from agents.models import Agent, AgentType, AgentVersion, Environment
 from agents.protocols.playground.views import (
+    PlaygroundApprovalsView,
     PlaygroundCancelView,
     PlaygroundStreamView,
     playground_page,
@@ -261,6 +262,11 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
                 "<str:object_id>/playground/runs/<str:run_id>/cancel/",
                 PlaygroundCancelView.as_view(),
                 name="agents_agent_playground_cancel",
+            ),
+            path(
+                "<str:object_id>/playground/runs/<str:run_id>/approvals/",
+                PlaygroundApprovalsView.as_view(),
+                name="agents_agent_playground_approvals",
             ),
             *super().get_urls(),
         ]

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool
+from pydantic import Field, StrictBool, model_validator
 
 from agentbuilder.errors import Invalid
 from agentbuilder.wire import CamelModel
 from agents.llm.base import Attachment, Message
 from agents.protocols.attachments import from_base64, from_text
+from agents.services.approvals import DecisionIn
 from agents.webhooks.request import WebhookBody
 
 BACKGROUND = (
@@ -109,3 +111,30 @@ def runtime_messages(body: InvokeRequest) -> tuple[Message, ...]:
         else:
             messages.append(Message("user", m.text(), attachments=m.attachments(at)))
     return tuple(messages)
+
+
+class Decision(CamelModel):
+    approval_request_id: uuid.UUID
+    decision: Literal["approve", "reject"]
+    message: str = Field("", max_length=4000, description="Told to the model on a rejection.")
+
+
+class ApprovalsBody(CamelModel):
+    """POST /v1/runs/{runId}/approvals (docs/api.md#tool-approvals), and the playground's."""
+
+    decisions: list[Decision] = Field(min_length=1, max_length=100)
+
+    def decided(self) -> list[DecisionIn]:
+        return [DecisionIn(d.approval_request_id, d.decision, d.message) for d in self.decisions]
+
+    @model_validator(mode="after")
+    def _once_each(self) -> ApprovalsBody:
+        seen: set[uuid.UUID] = set()
+        for index, decision in enumerate(self.decisions):
+            if decision.approval_request_id in seen:
+                raise Invalid.at(
+                    ("decisions", index, "approvalRequestId"),
+                    "this request is decided twice in the body",
+                )
+            seen.add(decision.approval_request_id)
+        return self

@@ -12,14 +12,12 @@ from typing import Any, Literal
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
-from pydantic import Field, model_validator
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentbuilder.api.negotiation import JsonAnswers
 from agentbuilder.api.paths import path_uuid
 from agentbuilder.api.views import ENVIRONMENT
-from agentbuilder.errors import Invalid
 from agentbuilder.wire import CamelModel
 from agents.api.run_events import NDJSON
 from agents.api.runs import RUN_ID
@@ -31,14 +29,19 @@ from agents.protocols.native.encoder import (
     response_body,
 )
 from agents.protocols.native.errors import error_body, failure_status
-from agents.protocols.native.request import InvokeRequest, InvokeTaskRequest, runtime_messages
+from agents.protocols.native.request import (
+    ApprovalsBody,
+    InvokeRequest,
+    InvokeTaskRequest,
+    runtime_messages,
+)
 from agents.protocols.views import QUEUED_DOC, ProtocolView, queued, run_headers, streamed
 from agents.runs.background import run_queue
 from agents.runs.request import CHAT_TYPES, TASK_TYPES
 from agents.runs.start import Invocation, invocation_start
 from agents.runs.stream import collected_events
 from agents.runtime.events import ResponseFailed
-from agents.services.approvals import DecisionIn, StillWaiting, approvals_decide
+from agents.services.approvals import StillWaiting, approvals_decide
 from retrieval.rag import OVERRIDES as RAG_OVERRIDES
 
 
@@ -174,28 +177,6 @@ class InvokeTaskStreamView(InvokeTaskView):
         return await self.answer(agentId, versionId)
 
 
-class Decision(CamelModel):
-    approval_request_id: uuid.UUID
-    decision: Literal["approve", "reject"]
-    message: str = Field("", max_length=4000, description="Told to the model on a rejection.")
-
-
-class ApprovalsBody(CamelModel):
-    decisions: list[Decision] = Field(min_length=1, max_length=100)
-
-    @model_validator(mode="after")
-    def _once_each(self) -> ApprovalsBody:
-        seen: set[uuid.UUID] = set()
-        for index, decision in enumerate(self.decisions):
-            if decision.approval_request_id in seen:
-                raise Invalid.at(
-                    ("decisions", index, "approvalRequestId"),
-                    "this request is decided twice in the body",
-                )
-            seen.add(decision.approval_request_id)
-        return self
-
-
 class StillWaitingOut(CamelModel):
     run_id: uuid.UUID
     status: Literal["awaiting_approval"] = "awaiting_approval"
@@ -244,10 +225,7 @@ class RunApprovalsView(ProtocolView):
 
     def _decide(self, runId: str) -> Invocation | StillWaiting:
         run_id = path_uuid(runId, "runId", "a run id")
-        body = self.body(ApprovalsBody)
-        decisions = [
-            DecisionIn(d.approval_request_id, d.decision, d.message) for d in body.decisions
-        ]
+        decisions = self.body(ApprovalsBody).decided()
         return approvals_decide(
             user=self.request.user, environment=self.environment, run_id=run_id, decisions=decisions
         )

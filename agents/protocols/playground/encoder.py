@@ -1,6 +1,7 @@
 """The playground's NDJSON: a line per event, tool results included (the native stream
 leaves them out), and a last line with the answer, its sources or the guardrail that
-replaced it, the tokens and the latency."""
+replaced it, the tokens and the latency; or, when the turn waits for approvals, the calls
+that wait (docs/api.md#tool-approvals)."""
 
 from __future__ import annotations
 
@@ -64,6 +65,21 @@ class PlaygroundEncoder:
                 "isError": event.is_error,
             }
         if isinstance(event, ResponseCompleted):
+            if event.approval_requests:  # the turn waits: the page asks for the decisions
+                return {
+                    "type": "approval_requested",
+                    "text": event.answer_text,
+                    "approvalRequests": [
+                        {
+                            "approvalRequestId": r.approval_request_id,
+                            "callId": r.call_id,
+                            "name": r.name,
+                            "arguments": r.arguments,
+                        }
+                        for r in event.approval_requests
+                    ],
+                    **self._measured(event),
+                }
             return {"type": "completed", **self._completed(event), **self._measured(event)}
         if isinstance(event, ResponseFailed):
             return {

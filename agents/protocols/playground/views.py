@@ -26,6 +26,7 @@ from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid, NotFound
 from agentbuilder.users import User, request_user
 from agents.models import Agent, AgentType
+from agents.protocols.native.request import ApprovalsBody
 from agents.protocols.playground.encoder import PlaygroundEncoder
 from agents.protocols.playground.request import PlaygroundRequest
 from agents.protocols.views import ProtocolView, streamed
@@ -35,6 +36,7 @@ from agents.runtime.events import Event, ResponseCompleted
 from agents.selectors.agents import agent_get_invocable
 from agents.selectors.aliases import alias_list
 from agents.selectors.versions import version_ref_parse
+from agents.services.approvals import StillWaiting, approvals_decide
 from agents.services.runs import run_cancel_request
 from retrieval.selectors import document_titles
 
@@ -62,6 +64,9 @@ def playground_page(site: AdminSite, request: HttpRequest, object_id: str) -> Te
             "streamUrl": reverse("admin:agents_agent_playground_stream", args=[agent.pk]),
             "runUrl": reverse("admin:agents_run_change", args=[NO_RUN]),
             "cancelUrl": reverse("admin:agents_agent_playground_cancel", args=[agent.pk, NO_RUN]),
+            "approvalsUrl": reverse(
+                "admin:agents_agent_playground_approvals", args=[agent.pk, NO_RUN]
+            ),
             "noRun": NO_RUN,
         },
     }
@@ -124,6 +129,36 @@ class PlaygroundStreamView(ProtocolView):
             thread_id="" if is_task else body.thread_id or "",
         )
         return invocation_start(request), body
+
+
+class PlaygroundApprovalsView(ProtocolView):
+    """The playground's Approve / Reject of the calls a turn waits on: POST /v1/runs/{id}/
+    approvals's body; the decision that leaves none pending streams the rest of the turn as
+    the stream view does (the same run). Session and CSRF, staff only."""
+
+    authentication_classes = [SessionAuthentication]
+    permission_classes = [IsAdminUser]
+    protocol = PROTOCOL
+    conflicts = True  # decided already, or the run waits no more
+
+    @extend_schema(exclude=True)
+    async def post(self, request: Request, object_id: str, run_id: str) -> Any:
+        decided = await in_db(self._decide)(object_id, run_id)
+        if isinstance(decided, StillWaiting):
+            pending = [str(p) for p in decided.pending]
+            return Response({"status": "awaiting_approval", "pending": pending}, status=202)
+        thread_id = decided.request.thread_id if decided.request is not None else ""
+        encoder = PlaygroundEncoder(decided.run_id, decided.answered_by, thread_id)
+        return streamed(decided, _with_titles(encoder), "application/x-ndjson")
+
+    def _decide(self, object_id: str, run_id: str) -> Invocation | StillWaiting:
+        agent_id = path_uuid(object_id, "object_id", "an agent id")
+        run = path_uuid(run_id, "run_id", "a run id")
+        decisions = self.body(ApprovalsBody).decided()
+        agent = agent_get_invocable(user=self.request.user, agent_id=agent_id)
+        return approvals_decide(
+            user=self.request.user, environment=agent.environment, run_id=run, decisions=decisions
+        )
 
 
 class PlaygroundCancelView(ApiView):

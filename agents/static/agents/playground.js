@@ -159,6 +159,58 @@
       this.footer(line);
     }
 
+    // The turn waits for a person: each gated call gets Approve / Reject (with a message
+    // the model reads on a rejection); once every one is decided, the decisions go to the
+    // server and the rest of the same run streams into this answer.
+    on_approval_requested(line) {
+      this.ended = true;
+      this.answer.classList.remove("pg-pending");
+      if (line.text) this.text.textContent = line.text;
+      const decisions = new Map();
+      const requests = line.approvalRequests || [];
+      for (const request of requests) {
+        const tool = this.tools.get(request.callId);
+        if (tool) tool.result.textContent = "waits for approval";
+        const message = el("textarea", {
+          class: "pg-approval-message",
+          rows: "2",
+          placeholder: "Message (told to the model if you reject)",
+        });
+        const approve = el("button", { type: "button", class: "pg-approve", text: "Approve" });
+        const reject = el("button", { type: "button", class: "pg-reject", text: "Reject" });
+        const box = el(
+          "div",
+          { class: "pg-approval", "data-request": request.approvalRequestId },
+          el("div", { class: "pg-label", text: `Approve ${request.name}?` }),
+          el("pre", { class: "pg-approval-arguments", text: pretty(request.arguments) }),
+          message,
+          el("div", { class: "pg-approval-buttons" }, approve, reject),
+        );
+        const choose = (decision) => {
+          decisions.set(request.approvalRequestId, {
+            approvalRequestId: request.approvalRequestId,
+            decision,
+            message: message.value.trim(),
+          });
+          box.classList.add(decision === "approve" ? "pg-approved" : "pg-rejected");
+          approve.disabled = reject.disabled = message.disabled = true;
+          if (decisions.size === requests.length) this.decide([...decisions.values()]);
+        };
+        approve.addEventListener("click", () => choose("approve"));
+        reject.addEventListener("click", () => choose("reject"));
+        this.answer.insertBefore(box, this.text);
+      }
+      this.footer(line);
+    }
+
+    decide(decisions) {
+      this.ended = false;
+      this.answer.classList.add("pg-pending");
+      this.text.textContent = "";
+      const url = settings.approvalsUrl.replace(settings.noRun, this.runId);
+      send({ decisions }, this, url);
+    }
+
     on_failed(line) {
       this.ended = true;
       this.fail(`${line.code}: ${line.message}`);
@@ -212,15 +264,17 @@
     return detail ? String(detail) : `The server answered ${status}.`;
   }
 
-  async function send(payload, turn) {
+  // A turn, or (with `url`, the approvals view) the decisions that resume a waiting one.
+  async function send(payload, turn, url) {
     streaming = { runId: null, abort: new AbortController() };
     setBusy(true);
     try {
-      const response = await fetch(settings.streamUrl, {
+      const body = url ? payload : { version: versionSelect.value, ...payload };
+      const response = await fetch(url || settings.streamUrl, {
         method: "POST",
         credentials: "same-origin",
         headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
-        body: JSON.stringify({ version: versionSelect.value, ...payload }),
+        body: JSON.stringify(body),
         signal: streaming.abort.signal,
       });
       streaming.runId = response.headers.get("X-Run-Id");
