@@ -1,9 +1,10 @@
 """The admin: environments, agents and their versions, catalogs, API clients, MCP servers,
-runs, schedules (documents: retrieval.admin)."""
+runs, the approvals inbox, schedules (documents: retrieval.admin)."""
 
 from agents.access import admin as access
 from agents.admin import (
     agents,
+    approvals,
     llm_models,
     runs,
     versions,
@@ -17,6 +18,7 @@ from agents.webhooks import admin as webhooks  # agent webhooks, the delivery lo
 __all__ = [
     "access",
     "agents",
+    "approvals",
     "llm_models",
     "mcp_registry",
     "runs",

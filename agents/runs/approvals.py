@@ -18,6 +18,7 @@ stopped (docs/api.md#tool-approvals; the runtime's side is agents.runtime.approv
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import uuid
 from dataclasses import replace
@@ -26,6 +27,7 @@ from typing import Any
 
 from django.db import connection, transaction
 from django.db.models.functions import Now
+from django.utils import timezone
 
 from agentbuilder import liveness
 from agentbuilder.errors import DomainError, Invalid
@@ -195,13 +197,44 @@ def _close_waiting(runs: Any, status: str, error: dict[str, str] | None) -> int:
     if not ids:
         return 0
     with transaction.atomic():
-        closed = Run.objects.filter(pk__in=ids, status=RunStatus.AWAITING_APPROVAL).update(
+        closing = Run.objects.select_for_update().filter(
+            pk__in=ids, status=RunStatus.AWAITING_APPROVAL
+        )
+        ids = list(closing.values_list("pk", flat=True))
+        closed = Run.objects.filter(pk__in=ids).update(
             status=status, completed_at=Now(), error=error, lease_until=None, paused=None
         )
-        ApprovalRequest.objects.filter(run_id__in=ids, status=ApprovalStatus.PENDING).update(
-            status=ApprovalStatus.EXPIRED
-        )
+        pending = ApprovalRequest.objects.filter(run_id__in=ids, status=ApprovalStatus.PENDING)
+        _expired_steps(list(pending.order_by("created_at")))
+        pending.update(status=ApprovalStatus.EXPIRED)
     return closed
+
+
+def _expired_steps(requests: list[ApprovalRequest]) -> None:
+    """Each request that will never be decided, as a step of its run's timeline."""
+    now = timezone.now().isoformat().replace("+00:00", "Z")
+    by_run: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for asked in requests:
+        by_run.setdefault(asked.run_id, []).append(
+            {
+                "type": "approval_decision",
+                "startedAt": now,
+                "approvalRequestId": str(asked.pk),
+                "tool": asked.tool,
+                "decision": "expired",
+                "by": "",
+                "decidedAt": now,
+                "latencyMs": 0,
+                "status": "completed",
+            }
+        )
+    table = connection.ops.quote_name(Run._meta.db_table)
+    with connection.cursor() as cursor:
+        for run_id, steps in by_run.items():
+            cursor.execute(
+                f"UPDATE {table} SET steps = steps || %s::jsonb WHERE id = %s",  # noqa: S608
+                [json.dumps(steps), run_id],
+            )
 
 
 def deadline(invocation: Invocation, now: datetime) -> datetime:

@@ -14,6 +14,7 @@ from agentbuilder import liveness
 from agentbuilder.errors import Conflict, ErrorItem, Invalid
 from agentbuilder.users import User
 from agents.models import ApprovalRequest, ApprovalStatus, Environment, Run, RunStatus
+from agents.runs import detached
 from agents.runs.approvals import invocation_resumed
 from agents.runs.leases import runs_close
 from agents.runs.start import Invocation
@@ -32,6 +33,13 @@ class DecisionIn:
     approval_request_id: uuid.UUID
     decision: Literal["approve", "reject"]
     message: str = ""
+
+
+def run_resume_detached(invocation: Invocation) -> None:
+    """Go on with a resumed run in this process's runner (agents.runs.detached), for a
+    decision whose maker does not wait for the answer (the admin's inbox, a `background`
+    body): the run is claimed by this process already, so it runs here."""
+    detached.runner().submit(invocation.run_id, lambda: invocation)
 
 
 @dataclass(frozen=True)

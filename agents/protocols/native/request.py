@@ -123,6 +123,11 @@ class ApprovalsBody(CamelModel):
     """POST /v1/runs/{runId}/approvals (docs/api.md#tool-approvals), and the playground's."""
 
     decisions: list[Decision] = Field(min_length=1, max_length=100)
+    background: StrictBool = Field(
+        False,
+        description="Answer 202 at once and let the resumed run go on in the server; read "
+        "or follow it with GET /v1/runs/{runId} and /events.",
+    )
 
     def decided(self) -> list[DecisionIn]:
         return [DecisionIn(d.approval_request_id, d.decision, d.message) for d in self.decisions]

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from pydantic import RootModel
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -41,7 +42,7 @@ from agents.runs.request import CHAT_TYPES, TASK_TYPES
 from agents.runs.start import Invocation, invocation_start
 from agents.runs.stream import collected_events
 from agents.runtime.events import ResponseFailed
-from agents.services.approvals import StillWaiting, approvals_decide
+from agents.services.approvals import StillWaiting, approvals_decide, run_resume_detached
 from retrieval.rag import OVERRIDES as RAG_OVERRIDES
 
 
@@ -183,6 +184,15 @@ class StillWaitingOut(CamelModel):
     pending_approval_requests: list[uuid.UUID]
 
 
+class Resumed(CamelModel):
+    run_id: uuid.UUID
+    status: Literal["in_progress"] = "in_progress"
+
+
+class DecisionAccepted(RootModel[StillWaitingOut | Resumed]):
+    """The 202 of a decision: the run waits for the rest, or goes on in the server."""
+
+
 class RunApprovalsView(ProtocolView):
     """POST /v1/runs/{runId}/approvals (docs/api.md#tool-approvals)."""
 
@@ -191,6 +201,7 @@ class RunApprovalsView(ProtocolView):
     conflicts = True  # decided already, or the run waits no more
     # Its errors are JSON whatever Accept says; NDJSON is asked with Accept.
     content_negotiation_class = JsonAnswers
+    background = False  # the body's: the resumed run goes on in the server
 
     @extend_schema(
         operation_id="runs_approvals",
@@ -200,7 +211,9 @@ class RunApprovalsView(ProtocolView):
             200: InvokeAnswer,
             **STREAM_DOC,
             202: OpenApiResponse(
-                StillWaitingOut, description="Decided in part: the run waits for the rest."
+                DecisionAccepted,
+                description="Decided in part: the run waits for the rest. Or, with "
+                "`background`, resumed: it goes on in the server.",
             ),
         },
         tags=["runs"],
@@ -215,19 +228,27 @@ class RunApprovalsView(ProtocolView):
     async def post(self, request: Request, runId: str) -> Any:
         decided = await self.checked(self._decide)(runId)
         if isinstance(decided, StillWaiting):
-            body = StillWaitingOut(
+            waiting = StillWaitingOut(
                 run_id=decided.run_id, pending_approval_requests=list(decided.pending)
             )
-            return Response(body.model_dump(mode="json", by_alias=True), status=202)
+            return Response(waiting.model_dump(mode="json", by_alias=True), status=202)
+        if self.background:
+            run_resume_detached(decided)
+            resumed = Resumed(run_id=decided.run_id).model_dump(mode="json", by_alias=True)
+            return Response(resumed, status=202, headers={"X-Run-Id": str(decided.run_id)})
         if NDJSON in request.headers.get("Accept", ""):
             return streamed(decided, NdjsonEncoder().frames, NDJSON)
         return await _answered(decided)
 
     def _decide(self, runId: str) -> Invocation | StillWaiting:
         run_id = path_uuid(runId, "runId", "a run id")
-        decisions = self.body(ApprovalsBody).decided()
+        body = self.body(ApprovalsBody)
+        self.background = body.background
         return approvals_decide(
-            user=self.request.user, environment=self.environment, run_id=run_id, decisions=decisions
+            user=self.request.user,
+            environment=self.environment,
+            run_id=run_id,
+            decisions=body.decided(),
         )
 
 

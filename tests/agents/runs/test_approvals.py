@@ -407,6 +407,12 @@ def test_a_waiting_run_expires_after_its_ttl_and_a_late_decision_is_refused(
     run = Run.objects.get(pk=run_id)
     assert (run.status, run.error["code"], run.paused) == ("canceled", "approval_expired", None)
     assert ApprovalRequest.objects.get(pk=asked["approvalRequestId"]).status == "expired"
+    last = run.steps[-1]  # the timeline says what never was decided
+    assert (last["type"], last["decision"], last["approvalRequestId"]) == (
+        "approval_decision",
+        "expired",
+        asked["approvalRequestId"],
+    )
     assert ran == {"look_up_order": 1}
 
 
@@ -532,3 +538,26 @@ def test_a_run_waits_through_its_servers_death_and_resumes_on_another(
     [result] = [m for m in model.bodies[1]["messages"] if m["role"] == "tool"]
     assert (result["tool_call_id"], result["content"]) == ("call_m", "15")
     assert Run.objects.get(pk=run_id).status == "completed"
+
+
+def test_a_background_decision_answers_202_and_the_run_goes_on_in_the_server(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns(), Turn(text=["Refunded."]))
+    with client(port, owner) as http:
+        paused = invoke(http, shop)
+        run_id = paused.headers["X-Run-Id"]
+        [asked] = paused.json()["approvalRequests"]
+        body = {
+            "decisions": [{"approvalRequestId": asked["approvalRequestId"], "decision": "approve"}],
+            "background": True,
+        }
+        accepted = http.post(f"/runs/{run_id}/approvals", json=body)
+        assert accepted.status_code == 202, accepted.text
+        assert accepted.json() == {"runId": run_id, "status": "in_progress"}
+        followed = [
+            json.loads(line) for line in http.get(f"/runs/{run_id}/events").text.splitlines()
+        ]
+    assert followed[-1]["type"] == "response.completed"  # followed to its end
+    assert Run.objects.get(pk=run_id).status == "completed"
+    assert ran == {"look_up_order": 1, "refund_order": 1}
