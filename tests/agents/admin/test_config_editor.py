@@ -68,6 +68,22 @@ def test_the_schema_follows_the_config_models() -> None:
         assert "llm_model_id" not in properties
 
 
+def test_the_editor_offers_require_approval_with_its_choices() -> None:
+    schema = config_schema("tool")
+    definitions = schema["$defs"]
+    for name in ("FunctionTool", "TaskAgentTool", "RagTool"):
+        policy = definitions[name]["properties"]["requireApproval"]
+        assert "approve" in policy["description"]
+        shown = json.dumps(policy["anyOf"])
+        for choice in ('"never"', '"always"', "ArgumentsMatch"):
+            assert choice in shown
+    assert "requireApproval" not in definitions["StructuredOutputTool"]["properties"]
+    mcp = definitions["McpToolConfiguration"]["properties"]
+    assert {"requireApproval", "toolApprovals"} <= set(mcp)
+    assert "argumentsMatch" in definitions["ArgumentsMatch"]["properties"]
+    assert "approvalTtl" in schema["properties"]
+
+
 def test_the_check_reports_what_saving_would_with_the_path_of_each_problem(
     site: Client, env: Any
 ) -> None:
