@@ -353,6 +353,7 @@ CONFLICTS = [
     ("post", "/v1/runs/{runId}/cancel"),
     # A request decided already, or a run that waits no more (expired, canceled).
     ("post", "/v1/runs/{runId}/approvals"),
+    ("post", PROCESS),  # the same, through an mcp_approval_response
 ]
 
 

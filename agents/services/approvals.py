@@ -98,6 +98,39 @@ def approvals_decide(
     return _resumed(run, environment, list(asked.values()))
 
 
+def approvals_decide_by_id(
+    *,
+    user: User,
+    environment: Environment,
+    decisions: list[tuple[tuple[str | int, ...], DecisionIn]],
+) -> Invocation | StillWaiting:
+    """`approvals_decide` for a protocol whose decisions name their requests only (process,
+    A2A): the run is theirs. Each decision comes with the path of its id in the body, where
+    an id of no request, or of another run than the first's, is refused (Invalid)."""
+    ids = [decision.approval_request_id for _, decision in decisions]
+    runs = dict(ApprovalRequest.objects.filter(pk__in=ids).values_list("pk", "run_id"))
+    errors = []
+    run_id = runs.get(ids[0])
+    seen: set[uuid.UUID] = set()
+    for at, decision in decisions:
+        found = runs.get(decision.approval_request_id)
+        if decision.approval_request_id in seen:
+            errors.append(ErrorItem(at, "this request is decided twice in the body"))
+        seen.add(decision.approval_request_id)
+        if found is None:
+            errors.append(ErrorItem(at, f"no approval request '{decision.approval_request_id}'"))
+        elif found != run_id:
+            errors.append(ErrorItem(at, "the decisions of one request are of one run"))
+    if errors or run_id is None:
+        raise Invalid(errors)
+    return approvals_decide(
+        user=user,
+        environment=environment,
+        run_id=run_id,
+        decisions=[decision for _, decision in decisions],
+    )
+
+
 def _resumed(run: Run, environment: Environment, asked: list[ApprovalRequest]) -> Invocation:
     decisions = tuple(
         Decision(

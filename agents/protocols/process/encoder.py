@@ -75,6 +75,8 @@ class ProcessEncoder:
                 )
             return self._whole(MessageType.FUNCTION_CALL_OUTPUT, [part])
         if isinstance(event, ResponseCompleted):
+            if event.approval_requests:  # the turn waits: what for, then the response
+                return [*self._close_answer(), *self._approvals(event), *self._finish(event)]
             return [*self._answer(event), *self._finish(event)]
         if isinstance(event, ResponseFailed):
             return [*self._fail_answer(event), *self._finish(event)]
@@ -175,6 +177,17 @@ class ProcessEncoder:
             return self._whole(MessageType.MESSAGE, parts)
         return self._close_answer(extra)
 
+    def _approvals(self, done: ResponseCompleted) -> list[dict[str, Any]]:
+        """One `mcp_approval_request` message per call that waits (docs/api.md#process):
+        an `mcp_approval_response` naming its id decides it."""
+        emitted: list[dict[str, Any]] = []
+        for request in done.approval_requests:
+            asked = approval_request_data(
+                request.approval_request_id, request.name, request.arguments, request.call_id
+            )
+            emitted += self._whole(MessageType.MCP_APPROVAL_REQUEST, [DataContent(data=asked)])
+        return emitted
+
     def _fail_answer(self, failed: ResponseFailed) -> list[dict[str, Any]]:
         message, self.answer = self.answer, None
         if message is None:
@@ -213,3 +226,11 @@ def whole_answer(events: list[RuntimeEvent]) -> list[RuntimeEvent]:
         (i for i, e in enumerate(events) if isinstance(e, ToolCall | ToolResult)), default=-1
     )
     return [e for i, e in enumerate(events) if i <= last_tool or not isinstance(e, TextDelta)]
+
+
+def approval_request_data(
+    approval_request_id: str, name: str, arguments: str, call_id: str = ""
+) -> dict[str, Any]:
+    """The data part of an `mcp_approval_request` message."""
+    data = {"approval_request_id": approval_request_id, "name": name, "arguments": arguments}
+    return {**data, "call_id": call_id} if call_id else data

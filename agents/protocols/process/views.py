@@ -19,20 +19,31 @@ from rest_framework.response import Response
 from agentbuilder.api.views import ENVIRONMENT
 from agentbuilder.db import in_db
 from agents.api.views import AGENT_ID, CALL_DEPTH, VERSION_ID
-from agents.protocols.process.encoder import ProcessEncoder, whole_answer
+from agents.models import ApprovalRequest
+from agents.protocols.process.encoder import ProcessEncoder, approval_request_data, whole_answer
 from agents.protocols.process.errors import (
     ERROR_CODES,
     error_message,
     error_response,
     failure_status,
 )
-from agents.protocols.process.models import AgentResponse, StreamObject
-from agents.protocols.process.request import AgentRequest, runtime_messages
+from agents.protocols.process.models import (
+    AgentResponse,
+    DataContent,
+    Message,
+    MessageType,
+    Role,
+    RunStatus,
+    StreamObject,
+    dump,
+)
+from agents.protocols.process.request import AgentRequest, approval_responses, runtime_messages
 from agents.protocols.views import QUEUED_DOC, ProtocolView, queued, run_headers, streamed
 from agents.runs.background import run_queue
 from agents.runs.start import Invocation, invocation_start
 from agents.runs.stream import collected_events
 from agents.runtime.events import ResponseFailed
+from agents.services.approvals import StillWaiting, approvals_decide_by_id
 
 PROTOCOL = "process"
 
@@ -41,6 +52,7 @@ class ProcessView(ProtocolView):
     protocol = PROTOCOL
     route = "/process"
     error_schema = AgentResponse  # a response with `status: failed` and its `error`
+    conflicts = True  # an mcp_approval_response for a request decided already
 
     @extend_schema(
         operation_id="agents_process",
@@ -78,14 +90,22 @@ class ProcessView(ProtocolView):
         body, invocation = await in_db(self._start)(agentId, versionId)
         if isinstance(invocation, uuid.UUID):
             return queued(invocation)
+        if isinstance(invocation, StillWaiting):
+            return Response(await in_db(_still_waiting)(invocation, body.session_id), status=202)
         if body.stream:
             return _stream(invocation, body.session_id)
         return await _collect(invocation, body.session_id)
 
     def _start(
         self, agent_id: str, version_ref: str
-    ) -> tuple[AgentRequest, Invocation | uuid.UUID]:
+    ) -> tuple[AgentRequest, Invocation | uuid.UUID | StillWaiting]:
         body = self.body(AgentRequest)
+        if decisions := approval_responses(body):
+            # Decisions on calls a run waits on: that run goes on (docs/api.md#process).
+            decided = approvals_decide_by_id(
+                user=self.request.user, environment=self.environment, decisions=decisions
+            )
+            return body, decided
         messages = runtime_messages(body)
         request = self.run_request(
             agent_id,
@@ -116,6 +136,24 @@ async def _collect(invocation: Invocation, session_id: str | None) -> Response:
     last = events[-1]
     status = failure_status(last.code) if isinstance(last, ResponseFailed) else 200
     return Response(encoder.body(), status=status, headers=run_headers(invocation))
+
+
+def _still_waiting(waiting: StillWaiting, session_id: str | None) -> dict[str, Any]:
+    """Decided in part: a response `in_progress` whose output is what still waits."""
+    pending = ApprovalRequest.objects.filter(pk__in=waiting.pending).order_by("created_at")
+    output = [
+        Message(
+            type=MessageType.MCP_APPROVAL_REQUEST,
+            role=Role.ASSISTANT,
+            status=RunStatus.Completed,
+            content=[
+                DataContent(data=approval_request_data(str(a.pk), a.tool, a.arguments, a.call_id))
+            ],
+        )
+        for a in pending
+    ]
+    response = AgentResponse(session_id=session_id, status=RunStatus.InProgress, output=output)
+    return dump(response)
 
 
 def _stream(invocation: Invocation, session_id: str | None) -> StreamingHttpResponse:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -561,3 +562,134 @@ def test_a_background_decision_answers_202_and_the_run_goes_on_in_the_server(
     assert followed[-1]["type"] == "response.completed"  # followed to its end
     assert Run.objects.get(pk=run_id).status == "completed"
     assert ran == {"look_up_order": 1, "refund_order": 1}
+
+
+# ---------------------------------------------------------------- process
+
+
+def process(http: httpx.Client, agent: Agent, body: dict[str, Any]) -> httpx.Response:
+    return http.post(f"/agents/{agent.pk}/versions/latest/process", json=body)
+
+
+def approval_response(request_id: str, approve: bool, reason: str = "") -> dict[str, Any]:
+    data: dict[str, Any] = {"approval_request_id": request_id, "approve": approve}
+    if reason:
+        data["reason"] = reason
+    return {"type": "mcp_approval_response", "content": [{"type": "data", "data": data}]}
+
+
+PROCESS_ASK = {
+    "input": [
+        {"type": "message", "role": "user", "content": [{"type": "text", "text": "Refund 7"}]}
+    ],
+    "stream": False,
+}
+
+
+def test_process_asks_with_mcp_approval_request_and_an_mcp_approval_response_goes_on(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns(), Turn(text=["Refunded."]))
+    with client(port, owner) as http:
+        paused = process(http, shop, PROCESS_ASK)
+        assert paused.status_code == 200, paused.text
+        body = paused.json()
+        assert body["status"] == "completed"  # the turn; its output says what waits
+        [asking] = [m for m in body["output"] if m["type"] == "mcp_approval_request"]
+        data = asking["content"][0]["data"]
+        assert (data["name"], json.loads(data["arguments"])["amount"]) == ("refund_order", 40.0)
+        run_id = paused.headers["X-Run-Id"]
+        assert Run.objects.get(pk=run_id).status == "awaiting_approval"
+        answer = {"input": [approval_response(data["approval_request_id"], True)], "stream": False}
+        resumed = process(http, shop, answer)
+        assert resumed.status_code == 200, resumed.text
+        assert resumed.headers["X-Run-Id"] == run_id
+        texts = [
+            c["text"]
+            for m in resumed.json()["output"]
+            if m["type"] == "message"
+            for c in m["content"]
+            if c["type"] == "text"
+        ]
+        assert texts == ["Refunded."]
+        again = process(http, shop, answer)
+        assert again.status_code == 409
+        assert again.json()["status"] == "failed"
+    assert ran == {"look_up_order": 1, "refund_order": 1}
+    assert len(model.bodies) == 2
+
+
+def test_process_streams_the_request_and_a_rejection_with_its_reason(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns(), Turn(text=["Not refunded."]))
+    with client(port, owner) as http:
+        streamed = process(http, shop, {**PROCESS_ASK, "stream": True})
+        events = [
+            json.loads(line[5:]) for line in streamed.text.splitlines() if line.startswith("data:")
+        ]
+        [asked] = [
+            e["content"][0]["data"]
+            for e in events
+            if e.get("object") == "message"
+            and e.get("type") == "mcp_approval_request"
+            and e.get("status") == "completed"
+        ]
+        assert events[-1]["object"] == "response"
+        rest = process(
+            http,
+            shop,
+            {
+                "input": [approval_response(asked["approval_request_id"], False, "Too much.")],
+                "stream": True,
+            },
+        )
+        more = [json.loads(line[5:]) for line in rest.text.splitlines() if line.startswith("data:")]
+    assert more[-1]["status"] == "completed"
+    assert [e["sequence_number"] for e in more] == list(range(len(more)))
+    told = [m for m in model.bodies[1]["messages"] if m["role"] == "tool"][-1]
+    assert "Too much." in told["content"]
+    assert ran == {"look_up_order": 1}
+
+
+def test_process_refuses_bad_approval_responses_at_their_path(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns())
+    with client(port, owner) as http:
+        paused = process(http, shop, PROCESS_ASK).json()
+        [asking] = [m for m in paused["output"] if m["type"] == "mcp_approval_request"]
+        request_id = asking["content"][0]["data"]["approval_request_id"]
+        good = approval_response(request_id, True)
+        at = ["body", "input", 0, "content", 0, "data"]
+        cases = [
+            ([approval_response(str(uuid.uuid4()), True)], [*at, "approval_request_id"]),
+            (
+                [{**good, "content": [{"type": "data", "data": {"approve": True}}]}],
+                [*at, "approval_request_id"],
+            ),
+            (
+                [
+                    {
+                        **good,
+                        "content": [
+                            {
+                                "type": "data",
+                                "data": {"approval_request_id": request_id, "approve": "yes"},
+                            }
+                        ],
+                    }
+                ],
+                [*at, "approve"],
+            ),
+            ([good, good], ["body", "input", 1, "content", 0, "data", "approval_request_id"]),
+            ([good, PROCESS_ASK["input"][0]], ["body", "input", 1, "type"]),
+        ]
+        for items, path in cases:
+            refused = process(http, shop, {"input": items, "stream": False})
+            assert refused.status_code == 400, (items, refused.text)
+            assert refused.json()["status"] == "failed"
+            # The protocol's error says where, as `input.0.content.0.data.…: why`.
+            assert ".".join(str(p) for p in path[1:]) + ":" in refused.json()["error"]["message"]
+    assert ApprovalRequest.objects.get(pk=request_id).status == "pending"
+    assert ran == {"look_up_order": 1}
