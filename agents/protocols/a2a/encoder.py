@@ -47,6 +47,7 @@ ARTIFACT_ID = "answer"
 STATES = {
     RunStatus.QUEUED: pb.TASK_STATE_SUBMITTED,
     RunStatus.IN_PROGRESS: pb.TASK_STATE_WORKING,
+    RunStatus.AWAITING_APPROVAL: pb.TASK_STATE_INPUT_REQUIRED,
     RunStatus.COMPLETED: pb.TASK_STATE_COMPLETED,
     RunStatus.FAILED: pb.TASK_STATE_FAILED,
     RunStatus.CANCELED: pb.TASK_STATE_CANCELED,
@@ -110,6 +111,25 @@ def answer_parts(answer: str | dict[str, Any] | None, text: str, structured: Any
 
 def failure_message(task_id: str, context_id: str, code: str, message: str) -> pb.Message:
     return agent_message(task_id, context_id, [text_part(f"{code}: {message}")])
+
+
+def approval_message(
+    task_id: str, context_id: str, waiting: list[tuple[str, str, str]]
+) -> pb.Message:
+    """What an input-required task asks (docs/api.md#a2a): the calls that wait, in words
+    and as data a client can answer with a `decisions` data part on the same task."""
+    names = ", ".join(name for _, name, _ in waiting)
+    said = (
+        f"Waiting for a person to approve: {names}. Answer on this task with a data part "
+        '{"decisions": [{"approvalRequestId", "decision": "approve" | "reject", "message"?}]}.'
+    )
+    requests = [
+        {"approvalRequestId": request_id, "name": name, "arguments": arguments}
+        for request_id, name, arguments in waiting
+    ]
+    return agent_message(
+        task_id, context_id, [text_part(said), data_part({"approvalRequests": requests})]
+    )
 
 
 # ---------------------------------------------------------------- the stream
@@ -214,6 +234,11 @@ class TaskEncoder:
         return pb.StreamResponse(status_update=update)
 
     def _completed(self, done: ResponseCompleted) -> list[pb.StreamResponse]:
+        if done.approval_requests:  # the turn waits for a person: input-required
+            waiting = [(r.approval_request_id, r.name, r.arguments) for r in done.approval_requests]
+            message = approval_message(self.task_id, self.context_id, waiting)
+            usage = {"tokensUsage": done.usage.as_dict()}
+            return [*self._flush(), self._end(pb.TASK_STATE_INPUT_REQUIRED, message, usage)]
         text = done.answer_text
         parts = answer_parts(done.answer, text, done.structured)
         metadata = {"customOutputs": done.custom_outputs} if done.custom_outputs else {}
@@ -264,6 +289,10 @@ def run_task(run: Run, history_length: int | None = None) -> pb.Task:
         message = failure_message(
             task_id, context_id, error.get("code", ""), error.get("message", "")
         )
+    if run.status == RunStatus.AWAITING_APPROVAL and run.paused:
+        asked = run.paused["turn"]["requests"]  # [id, call id, name, arguments] each
+        waiting = [(request_id, name, arguments) for request_id, _, name, arguments in asked]
+        message = approval_message(task_id, context_id, waiting)
     task = pb.Task(id=task_id, context_id=context_id)
     task.status.CopyFrom(status(state, message))
     at = run.completed_at or run.started_at

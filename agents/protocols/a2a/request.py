@@ -38,10 +38,13 @@ from pydantic import BaseModel, ValidationError
 
 from agentbuilder.api.parsers import MAX_DEPTH, check_json
 from agentbuilder.errors import Invalid
+from agentbuilder.wire import parse
 from agents.llm.base import Attachment, Message
 from agents.protocols import attachments
 from agents.protocols.a2a.dialects import METHODS, PUSH_METHODS, Dialect, Method, dialect_of
 from agents.protocols.a2a.errors import Path, RequestId, invalid_params
+from agents.protocols.native.request import ApprovalsBody
+from agents.services.approvals import DecisionIn
 
 MAX_HISTORY = 1000
 PAGE_SIZE = 50  # ListTasks without pageSize, as the specification has it
@@ -454,4 +457,31 @@ def task_inputs(message: pb.Message) -> TaskInputs:
                 return TaskInputs(data, index, "text")
     raise invalid_params(
         [(PARTS, "a task agent takes its inputs as a data part holding a JSON object")]
+    )
+
+
+def approval_decisions(message: pb.Message) -> list[DecisionIn]:
+    """The decisions a message to a task that waits for approvals carries: its data part
+    `{"decisions": [{"approvalRequestId", "decision", "message"?}]}`, the body of
+    POST /v1/runs/{runId}/approvals (docs/api.md#a2a). Raises InvalidParamsError at the
+    part, or at the field inside it."""
+    for index, part in enumerate(message.parts):
+        if part.WhichOneof("content") != "data":
+            continue
+        data = part_data(part)
+        if not isinstance(data, dict) or "decisions" not in data:
+            continue
+        at = (*PARTS, index, "data")
+        try:
+            return parse(ApprovalsBody, data).decided()
+        except Invalid as exc:
+            raise invalid_params([((*at, *item.loc), item.msg) for item in exc.errors]) from None
+    raise invalid_params(
+        [
+            (
+                PARTS,
+                "the task waits for approvals: send a data part "
+                '{"decisions": [{"approvalRequestId", "decision": "approve" | "reject"}]}',
+            )
+        ]
     )

@@ -72,11 +72,11 @@ from agentbuilder.api.negotiation import JsonAnswers
 from agentbuilder.api.parsers import RequestTooLarge, check_text
 from agentbuilder.api.views import ENVIRONMENT, AsyncApiView
 from agentbuilder.db import in_db
-from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
+from agentbuilder.errors import Conflict, DomainError, Invalid, NotFound, PermissionDenied
 from agents.access.environments import environment_public
 from agents.access.permissions import Action
 from agents.configs import config_parse
-from agents.models import RUN_ENDED, Agent, AgentVersion, Run
+from agents.models import RUN_ENDED, Agent, AgentVersion, Run, RunStatus
 from agents.protocols.a2a.card import agent_card, card_json, extended_card
 from agents.protocols.a2a.dialects import PUSH_METHODS, Dialect, Method, card_dialect
 from agents.protocols.a2a.encoder import (
@@ -106,8 +106,10 @@ from agents.protocols.a2a.request import (
     Call,
     Cursor,
     RpcRefusal,
+    approval_decisions,
     call_parse,
     chat_messages,
+    part_data,
     task_inputs,
 )
 from agents.protocols.names import agent_reference
@@ -133,6 +135,7 @@ from agents.selectors.versions import (
     version_list,
     version_ref_parse,
 )
+from agents.services.approvals import StillWaiting, approvals_decide
 
 T = TypeVar("T")  # what a run start answers: the invocation, or a queued run's id
 
@@ -538,7 +541,9 @@ class A2AEndpointView(ProtocolView):
             except A2AError as refused:
                 raise call.refusal(refused) from None
         if message.task_id:
-            self._run_of(call, agent.pk, message.task_id)  # -32001 unless the caller sees it
+            run = self._run_of(call, agent.pk, message.task_id)  # -32001 unless it sees it
+            if run.status == RunStatus.AWAITING_APPROVAL:  # the message decides its calls
+                return self._decide(call, run)
             raise call.refusal(
                 UnsupportedOperationError(
                     "A task ends with its answer and takes no further messages: send a new "
@@ -563,6 +568,34 @@ class A2AEndpointView(ProtocolView):
             raise call.refusal(error) from None
         self._push_with_send(call, invocation.run_id)
         return _Started(call, invocation=invocation, context_id=context_id)
+
+    def _decide(self, call: Call, run: Run) -> _Started:
+        """A message on a task that waits for approvals: its `decisions` data part decides
+        them (docs/api.md#tool-approvals); the last one resumes the same task."""
+        assert call.message is not None
+        try:
+            decisions = approval_decisions(call.message)
+        except A2AError as error:
+            raise call.refusal(error) from None
+        try:
+            decided = approvals_decide(
+                user=self.request.user,
+                environment=self.environment,
+                run_id=run.pk,
+                decisions=decisions,
+            )
+        except Invalid as exc:  # an id of no request of this task
+            where = [
+                ((*PARTS, *_decision_path(call.message, item.loc)), item.msg) for item in exc.errors
+            ]
+            raise call.refusal(invalid_params(where)) from None
+        except Conflict as exc:  # decided already, or it waits no more
+            raise call.refusal(UnsupportedOperationError(exc.detail)) from None
+        if isinstance(decided, StillWaiting):
+            task = run_task(Run.objects.get(pk=run.pk), call.history_length)
+            return _Started(call, result=send_result(task, call.dialect))
+        self._push_with_send(call, decided.run_id)
+        return _Started(call, invocation=decided, context_id=run.thread_id)
 
     @staticmethod
     def _push_with_send(call: Call, run_id: uuid.UUID) -> None:
@@ -602,6 +635,17 @@ class A2AEndpointView(ProtocolView):
                 break
             await asyncio.sleep(0.05)
         return _json(response(call.request_id, result_json(run_task(ended), call.dialect)))
+
+
+def _decision_path(message: pb.Message, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """Where in the message's parts a decision's field is: `approvals_decide` names it in
+    its own body (`body.decisions.<i>.approvalRequestId`)."""
+    index = next(
+        i
+        for i, part in enumerate(message.parts)
+        if part.WhichOneof("content") == "data" and "decisions" in (part_data(part) or {})
+    )
+    return (index, "data", *loc[1:])
 
 
 def _body(request: Request) -> bytes:

@@ -10,6 +10,7 @@ barrier, not a timer.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import uuid
@@ -21,8 +22,11 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import a2a_pb2 as pb
 from django.test import override_settings
 from django.utils import timezone
+from google.protobuf.json_format import MessageToDict
 
 from agents.access.permissions import Action, grant
 from agents.access.tokens import token_encode
@@ -34,6 +38,7 @@ from tests.factories import UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Call, Turn
 from tests.live import MODEL, platform_port, server_on  # noqa: F401 (the fixture port)
+from tests.support.a2a import base, session, tok
 from tests.support.backends import openai_server  # noqa: F401
 from tests.support.webhooks import Receiver, deliver_all, receiver, webhooks_on_loopback  # noqa: F401
 
@@ -693,3 +698,166 @@ def test_process_refuses_bad_approval_responses_at_their_path(
             assert ".".join(str(p) for p in path[1:]) + ":" in refused.json()["error"]["message"]
     assert ApprovalRequest.objects.get(pk=request_id).status == "pending"
     assert ran == {"look_up_order": 1}
+
+
+# ---------------------------------------------------------------- A2A, with the a2a-sdk client
+
+
+def a2a_send(
+    port: int, user: Any, agent: Agent, message: pb.Message, *, version: str, streaming: bool
+) -> list[pb.StreamResponse]:
+    """Every update the SDK's client yields for `message`, over the card's interface of that
+    protocol version."""
+    return asyncio.run(_send(port, tok(user), agent.name, message, version, streaming))
+
+
+async def _send(
+    port: int, token: str, name: str, message: pb.Message, version: str, streaming: bool
+) -> list[pb.StreamResponse]:
+    async with session(token) as http:
+        card = await A2ACardResolver(http, base(port, name)).get_agent_card()
+        kept = [i for i in card.supported_interfaces if i.protocol_version == version]
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(kept)
+        sdk = ClientFactory(ClientConfig(httpx_client=http, streaming=streaming)).create(card)
+        request = pb.SendMessageRequest(message=message)
+        return [update async for update in sdk.send_message(request)]
+
+
+def last_task_state(updates: list[pb.StreamResponse]) -> tuple[int, pb.Message | None]:
+    last = updates[-1]
+    status = last.task.status if last.HasField("task") else last.status_update.status
+    return status.state, (status.message if status.HasField("message") else None)
+
+
+def decisions_message(task_id: str, context_id: str, *decisions: dict[str, Any]) -> pb.Message:
+    part = pb.Part()
+    part.data.struct_value.update({"decisions": list(decisions)})
+    return pb.Message(
+        message_id=str(uuid.uuid4()),
+        role=pb.ROLE_USER,
+        task_id=task_id,
+        context_id=context_id,
+        parts=[part],
+    )
+
+
+@pytest.mark.parametrize(("version", "streaming"), [("1.0", False), ("0.3", True)])
+def test_a2a_asks_with_input_required_and_a_message_on_the_task_resumes_it(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any, version: str, streaming: bool
+) -> None:
+    model.script(*pause_turns(), Turn(text=["Refunded 40."]))
+    ask = pb.Message(message_id="m-1", role=pb.ROLE_USER, parts=[pb.Part(text="Refund 7")])
+    asked = a2a_send(port, owner, shop, ask, version=version, streaming=streaming)
+    state, said = last_task_state(asked)
+    assert state == pb.TASK_STATE_INPUT_REQUIRED
+    assert said is not None
+    [data] = [MessageToDict(p.data) for p in said.parts if p.WhichOneof("content") == "data"]
+    [waiting] = data["approvalRequests"]
+    assert waiting["name"] == "refund_order"
+    first = asked[-1]
+    task_id = first.task.id if first.HasField("task") else first.status_update.task_id
+    context_id = first.task.context_id if first.HasField("task") else first.status_update.context_id
+    assert Run.objects.get(pk=task_id).status == "awaiting_approval"
+    assert ran == {"look_up_order": 1}
+
+    decide_it = decisions_message(
+        task_id,
+        context_id,
+        {"approvalRequestId": waiting["approvalRequestId"], "decision": "approve"},
+    )
+    went_on = a2a_send(port, owner, shop, decide_it, version=version, streaming=streaming)
+    state, _ = last_task_state(went_on)
+    assert state == pb.TASK_STATE_COMPLETED
+    final = went_on[-1]
+    if final.HasField("task"):
+        assert final.task.id == task_id
+        assert final.task.artifacts[0].parts[0].text == "Refunded 40."
+    else:
+        assert final.status_update.task_id == task_id
+    assert ran == {"look_up_order": 1, "refund_order": 1}
+    assert len(model.bodies) == 2
+    assert Run.objects.get(pk=task_id).status == "completed"
+
+
+def test_a2a_refuses_a_bad_decision_and_a_second_one_in_json_rpc(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns(), Turn(text=["Done."]))
+    send = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "message/send",
+        "params": {
+            "message": {
+                "kind": "message",
+                "messageId": "m-1",
+                "role": "user",
+                "parts": [{"kind": "text", "text": "Refund 7"}],
+            }
+        },
+    }
+    with client(port, owner) as http:
+        task = http.post(f"/a2a/{shop.name}", json=send).json()["result"]
+        assert task["status"]["state"] == "input-required"
+        [data] = [p["data"] for p in task["status"]["message"]["parts"] if p["kind"] == "data"]
+        request_id = data["approvalRequests"][0]["approvalRequestId"]
+
+        def reply(*parts: dict[str, Any]) -> dict[str, Any]:
+            message = {
+                "kind": "message",
+                "messageId": str(uuid.uuid4()),
+                "role": "user",
+                "taskId": task["id"],
+                "contextId": task["contextId"],
+                "parts": list(parts),
+            }
+            body = {**send, "params": {"message": message}}
+            return http.post(f"/a2a/{shop.name}", json=body).json()  # type: ignore[no-any-return]
+
+        no_decisions = reply({"kind": "text", "text": "yes"})
+        assert no_decisions["error"]["code"] == -32602
+        bad = reply(
+            {
+                "kind": "data",
+                "data": {"decisions": [{"approvalRequestId": request_id, "decision": "maybe"}]},
+            }
+        )
+        assert bad["error"]["code"] == -32602
+        assert bad["error"]["data"]["path"] == [
+            "params",
+            "message",
+            "parts",
+            0,
+            "data",
+            "decisions",
+            0,
+            "decision",
+        ]
+        stranger = reply(
+            {
+                "kind": "data",
+                "data": {
+                    "decisions": [{"approvalRequestId": str(uuid.uuid4()), "decision": "approve"}]
+                },
+            }
+        )
+        assert stranger["error"]["data"]["path"] == [
+            "params",
+            "message",
+            "parts",
+            0,
+            "data",
+            "decisions",
+            0,
+            "approvalRequestId",
+        ]
+        yes = {
+            "kind": "data",
+            "data": {"decisions": [{"approvalRequestId": request_id, "decision": "approve"}]},
+        }
+        done = reply(yes)
+        assert done["result"]["status"]["state"] == "completed"
+        again = reply(yes)
+        assert again["error"]["code"] == -32004  # UnsupportedOperation: it waits no more
+    assert ran == {"look_up_order": 1, "refund_order": 1}
