@@ -70,7 +70,7 @@ def call_depth_of(headers: Mapping[str, str]) -> int:
 
 # The protocols that can tell their client a run waits for a person's approval, and take
 # the decision (docs/api.md#tool-approvals). Elsewhere a gated tool call is refused.
-PAUSING_PROTOCOLS = frozenset({"native", "playground", "process", "a2a"})
+PAUSING_PROTOCOLS = frozenset({"native", "playground", "process", "a2a", "mcp"})
 
 
 def can_pause(request: RunRequest, spec: AgentSpec) -> bool:

@@ -43,6 +43,11 @@ class ResultEncoder:
         )
 
     def _completed(self, event: ResponseCompleted) -> CallToolResult:
+        if event.approval_requests:
+            waiting = [
+                (r.approval_request_id, r.name, r.arguments) for r in event.approval_requests
+            ]
+            return awaiting_result(self.meta, waiting)
         meta = dict(self.meta)
         outputs = event.custom_outputs
         if event.intervention is not None:
@@ -96,3 +101,43 @@ def invalid_result(exc: Invalid, run_id: uuid.UUID | None = None) -> CallToolRes
 def run_meta(run_id: uuid.UUID | None) -> dict[str, Any] | None:
     """The `_meta` of a call refused after its run opened (and was closed `failed`)."""
     return {f"{META}runId": str(run_id)} if run_id is not None else None
+
+
+def awaiting_result(meta: dict[str, Any], waiting: list[tuple[str, str, str]]) -> CallToolResult:
+    """A turn that waits for a person (docs/api.md#mcp): not an error; what waits, in words
+    a calling model can act on and as data, and how to answer."""
+    run_id = meta[f"{META}runId"]
+    calls = "; ".join(f"{name}({arguments})" for _, name, arguments in waiting)
+    said = (
+        f"The agent waits for a person to approve before it calls {calls}. When they have "
+        f'decided, call this tool again with {{"approvals": {{"runId": "{run_id}", '
+        '"decisions": [{"approvalRequestId": …, "decision": "approve" | "reject"}]}} to '
+        "go on."
+    )
+    requests = [
+        {"approvalRequestId": request_id, "name": name, "arguments": arguments}
+        for request_id, name, arguments in waiting
+    ]
+    return CallToolResult(
+        content=[TextContent(text=said)],
+        structured_content={
+            "status": "awaiting_approval",
+            "runId": run_id,
+            "approvalRequests": requests,
+        },
+        _meta=meta,
+    )
+
+
+def waiting_result(run_id: uuid.UUID, pending: tuple[uuid.UUID, ...]) -> CallToolResult:
+    """Decided in part: the run waits for the rest."""
+    rest = ", ".join(str(p) for p in pending)
+    return CallToolResult(
+        content=[TextContent(text=f"Recorded. The run still waits for decisions on: {rest}.")],
+        structured_content={
+            "status": "awaiting_approval",
+            "runId": str(run_id),
+            "pendingApprovalRequests": [str(p) for p in pending],
+        },
+        _meta={f"{META}runId": str(run_id)},
+    )

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from agentbuilder.errors import ErrorItem, Invalid
 from agentbuilder.users import User
@@ -16,6 +16,7 @@ from agents.llm.base import Message
 from agents.models import Agent, AgentType, Environment
 from agents.protocols.mcp_server.tools import MESSAGE_MAX_CHARS, THREAD_ID_MAX_CHARS
 from agents.protocols.names import agent_reference
+from agents.protocols.native.request import ApprovalsBody
 from agents.runs.request import RunRequest
 from agents.selectors.versions import version_ref_parse
 
@@ -38,16 +39,32 @@ class Caller:
     call_depth: int = 0  # its Agentbuilder-Call-Depth header (agents.runtime.depth)
 
 
+class Approvals(ApprovalsBody):
+    """`approvals`: POST /v1/runs/{runId}/approvals's body, with its run."""
+
+    run_id: uuid.UUID
+
+
 class ChatArguments(CamelModel):
-    message: str = Field(min_length=1, max_length=MESSAGE_MAX_CHARS)
+    message: str | None = Field(None, min_length=1, max_length=MESSAGE_MAX_CHARS)
     thread_id: str | None = Field(None, min_length=1, max_length=THREAD_ID_MAX_CHARS)
+    approvals: Approvals | None = None
 
     @field_validator("message")
     @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
             raise ValueError("the message is empty")
         return value
+
+    @model_validator(mode="after")
+    def _one_of(self) -> ChatArguments:
+        if (self.message is None) == (self.approvals is None):
+            where = "message" if self.message is None else "approvals"
+            raise Invalid.at(
+                (where,), "give a `message`, or `approvals` to decide what a run waits on"
+            )
+        return self
 
 
 # The run keeps ids this long (Run.client_request_id); a longer one cannot be canceled.
@@ -96,9 +113,18 @@ def run_request(
     if agent.agent_type == AgentType.TASK:
         return replace(request, inputs=dict(arguments or {}))
     chat = parse(ChatArguments, arguments or {}, ARGUMENTS)
+    assert chat.message is not None, "a call with approvals starts no run (approvals_of)"
     return replace(
         request, messages=(Message("user", chat.message),), thread_id=chat.thread_id or ""
     )
+
+
+def approvals_of(agent: Agent, arguments: dict[str, Any] | None) -> Approvals | None:
+    """The decisions a call of a tool or RAG agent carries instead of a message, if it does
+    (docs/api.md#mcp). Raises Invalid, under `arguments`, for arguments that do not fit."""
+    if agent.agent_type == AgentType.TASK:
+        return None
+    return parse(ChatArguments, arguments or {}, ARGUMENTS).approvals
 
 
 def client_request_id(request_id: str | int | None) -> str:

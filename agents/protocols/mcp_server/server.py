@@ -23,16 +23,27 @@ from mcp_types import (
 )
 
 from agentbuilder.db import in_db
-from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
+from agentbuilder.errors import (
+    Conflict,
+    DomainError,
+    ErrorItem,
+    Invalid,
+    NotFound,
+    PermissionDenied,
+)
 from agents.protocols.mcp_server.encoder import (
     ResultEncoder,
     failed_result,
     invalid_result,
     run_meta,
+    waiting_result,
 )
 from agents.protocols.mcp_server.request import (
+    ARGUMENTS,
     PROTOCOL,
+    Approvals,
     Caller,
+    approvals_of,
     client_request_id,
     located_in_arguments,
     run_id_of,
@@ -48,6 +59,7 @@ from agents.runtime.failures import FailureCode
 from agents.selectors.agents import agent_get_to_invoke, agent_id_by_name, agent_list_invocable
 from agents.selectors.runs import runs_live_by_client_request
 from agents.selectors.versions import latest_versions
+from agents.services.approvals import StillWaiting, approvals_decide
 
 # Where agents.protocols.mcp_server.asgi puts the caller in the ASGI scope, and the set of
 # handler tasks it waits for before the request ends.
@@ -118,8 +130,12 @@ async def call_tool(
         return invalid_result(located_in_arguments(exc), run_id_of(exc))
     except CallTooDeep as exc:  # the calling agent's model reads why
         return failed_result(CallTooDeep.code, exc.detail)
+    except Conflict as exc:  # decided already, or the run waits no more
+        return failed_result(FailureCode.INVALID_REQUEST, exc.detail)
     except DomainError as exc:
         return failed_result(FailureCode.INVALID_REQUEST, exc.detail, run_meta(run_id_of(exc)))
+    if isinstance(invocation, StillWaiting):
+        return waiting_result(invocation.run_id, invocation.pending)
     return await answer(ctx, invocation, thread_id)
 
 
@@ -128,8 +144,9 @@ def start(
     name: str,
     arguments: dict[str, Any] | None,
     request_id: str | int | None = None,
-) -> tuple[Invocation, str]:
-    """Open the run the call asks for; its thread too. Raises UnknownTool for an agent the
+) -> tuple[Invocation | StillWaiting, str]:
+    """Open the run the call asks for; its thread too (or, for a call that decides what a
+    run waits on, resume that run). Raises UnknownTool for an agent the
     caller may not see, PermissionDenied for one it may not invoke, NotFound for a version
     the agent does not have, Invalid or DomainError for a call that cannot run."""
     agent_name, version_ref = tool_reference(name)
@@ -143,8 +160,31 @@ def start(
         agent = agent_get_to_invoke(user=user, environment=environment, agent_id=agent_id)
     except NotFound:
         raise UnknownTool from None
+    decided = approvals_of(agent, arguments)
+    if decided is not None:  # no new run: the waiting one goes on
+        return _decide(caller, decided)
     request = run_request(caller, agent, version_ref, arguments, request_id)
     return invocation_start(request), request.thread_id
+
+
+def _decide(caller: Caller, approvals: Approvals) -> tuple[Invocation | StillWaiting, str]:
+    """The decisions of a call (docs/api.md#tool-approvals); the run they resume. Raises
+    Invalid located under `arguments.approvals` (a request of another run, one decided
+    twice in the call), Conflict (decided already, or the run waits no more), NotFound."""
+    try:
+        decided = approvals_decide(
+            user=caller.user,
+            environment=caller.environment,
+            run_id=approvals.run_id,
+            decisions=approvals.decided(),
+        )
+    except Invalid as exc:  # its locations are the API body's: `body.decisions.…`
+        items = [ErrorItem((ARGUMENTS, "approvals", *e.loc[1:]), e.msg) for e in exc.errors]
+        raise Invalid(items) from None
+    if isinstance(decided, StillWaiting):  # decided in part: it waits for the rest
+        return decided, ""
+    thread_id = decided.request.thread_id if decided.request is not None else ""
+    return decided, thread_id
 
 
 def cancel_requested(caller: Caller, params: object) -> int:

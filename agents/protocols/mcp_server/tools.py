@@ -19,7 +19,7 @@ CHAT_INPUT_SCHEMA: dict[str, Any] = {
             "type": "string",
             "minLength": 1,
             "maxLength": MESSAGE_MAX_CHARS,
-            "description": "What to ask the agent.",
+            "description": "What to ask the agent (required, unless `approvals` is given).",
         },
         "threadId": {
             "type": "string",
@@ -28,8 +28,36 @@ CHAT_INPUT_SCHEMA: dict[str, Any] = {
             "description": "Continue a conversation: the same id on every turn, chosen by "
             "the caller. The agent sees the earlier turns of this caller's thread.",
         },
+        "approvals": {
+            "type": "object",
+            "description": "Instead of `message`: a person's decision on the tool calls a "
+            "run of this agent waits on (a result with status `awaiting_approval` named "
+            "them). The same run goes on, and this call answers as it ends.",
+            "properties": {
+                "runId": {"type": "string", "format": "uuid"},
+                "decisions": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 100,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "approvalRequestId": {"type": "string", "format": "uuid"},
+                            "decision": {"enum": ["approve", "reject"]},
+                            "message": {"type": "string", "maxLength": 4000},
+                        },
+                        "required": ["approvalRequestId", "decision"],
+                        "additionalProperties": False,
+                    },
+                },
+            },
+            "required": ["runId", "decisions"],
+            "additionalProperties": False,
+        },
     },
-    "required": ["message"],
+    # `message`, or `approvals` (checked by the server: a schema's oneOf at the root is
+    # more than some clients' models accept).
+    "required": [],
     "additionalProperties": False,
 }
 

@@ -40,6 +40,7 @@ from tests.fakes.server import Call, Turn
 from tests.live import MODEL, platform_port, server_on  # noqa: F401 (the fixture port)
 from tests.support.a2a import base, session, tok
 from tests.support.backends import openai_server  # noqa: F401
+from tests.support.mcp_server import bearer, connect
 from tests.support.webhooks import Receiver, deliver_all, receiver, webhooks_on_loopback  # noqa: F401
 
 pytestmark = [
@@ -861,3 +862,102 @@ def test_a2a_refuses_a_bad_decision_and_a_second_one_in_json_rpc(
         again = reply(yes)
         assert again["error"]["code"] == -32004  # UnsupportedOperation: it waits no more
     assert ran == {"look_up_order": 1, "refund_order": 1}
+
+
+# ---------------------------------------------------------------- MCP, with the mcp SDK client
+
+
+def mcp_call(port: int, user: Any, name: str, arguments: dict[str, Any], era: str) -> Any:
+    headers = bearer(user)
+
+    async def main() -> Any:
+        async with connect(port, headers, era) as sdk:
+            return await sdk.call_tool(name, arguments)
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("era", ["handshake", "per-request"])
+def test_mcp_names_what_waits_and_a_later_call_with_approvals_goes_on(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any, era: str
+) -> None:
+    model.script(*pause_turns(), Turn(text=["Refunded 40."]))
+    paused = mcp_call(port, owner, "Shop", {"message": "Refund order 7"}, era)
+    assert not paused.is_error
+    waiting = paused.structured_content
+    assert waiting["status"] == "awaiting_approval"
+    run_id = waiting["runId"]
+    assert paused.meta["agentbuilder/runId"] == run_id
+    [asked] = waiting["approvalRequests"]
+    assert asked["name"] == "refund_order"
+    assert "approvals" in paused.content[0].text  # the calling model is told how to go on
+    assert ran == {"look_up_order": 1}
+
+    decisions = [{"approvalRequestId": asked["approvalRequestId"], "decision": "approve"}]
+    approvals = {"approvals": {"runId": run_id, "decisions": decisions}}
+    went_on = mcp_call(port, owner, "Shop", approvals, era)
+    assert not went_on.is_error, went_on
+    assert went_on.content[0].text == "Refunded 40."
+    assert went_on.meta["agentbuilder/runId"] == run_id  # the same run
+    again = mcp_call(port, owner, "Shop", approvals, era)
+    assert again.is_error
+    assert "decided already" in again.content[0].text or "does not wait" in again.content[0].text
+    assert ran == {"look_up_order": 1, "refund_order": 1}
+    assert len(model.bodies) == 2
+
+
+def test_mcp_refuses_bad_approvals_at_their_path(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns(), Turn(text=["No."]))
+    paused = mcp_call(port, owner, "Shop", {"message": "Refund order 7"}, "per-request")
+    run_id = paused.structured_content["runId"]
+    [asked] = paused.structured_content["approvalRequests"]
+    yes = {"approvalRequestId": asked["approvalRequestId"], "decision": "approve"}
+    cases = [
+        ({}, ["arguments", "message"]),
+        (
+            {"message": "hi", "approvals": {"runId": run_id, "decisions": [yes]}},
+            ["arguments", "approvals"],
+        ),
+        (
+            {"approvals": {"runId": run_id, "decisions": []}},
+            ["arguments", "approvals", "decisions"],
+        ),
+        (
+            {"approvals": {"runId": run_id, "decisions": [{**yes, "decision": "maybe"}]}},
+            ["arguments", "approvals", "decisions", 0, "decision"],
+        ),
+        (
+            {
+                "approvals": {
+                    "runId": run_id,
+                    "decisions": [{**yes, "approvalRequestId": str(uuid.uuid4())}],
+                }
+            },
+            ["arguments", "approvals", "decisions", 0, "approvalRequestId"],
+        ),
+    ]
+    for arguments, path in cases:
+        refused = mcp_call(port, owner, "Shop", arguments, "per-request")
+        assert refused.is_error, arguments
+        details = refused.structured_content["error"]["details"]
+        assert path in [d["loc"] for d in details], (arguments, details)
+    rejected = mcp_call(
+        port,
+        owner,
+        "Shop",
+        {
+            "approvals": {
+                "runId": run_id,
+                "decisions": [{**yes, "decision": "reject", "message": "No refunds."}],
+            }
+        },
+        "per-request",
+    )
+    assert rejected.content[0].text == "No."
+    assert (
+        "No refunds."
+        in [m for m in model.bodies[1]["messages"] if m["role"] == "tool"][-1]["content"]
+    )
+    assert ran == {"look_up_order": 1}
