@@ -21,20 +21,23 @@ import functools
 import json
 import logging
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
 
 from agentbuilder import liveness
+from agentbuilder.db import columns_sql, one_row
 from agentbuilder.errors import DomainError, Invalid
 from agentbuilder.users import User
+from agents.access.permissions import Action, held_array
 from agents.configs import ToolAgentConfig
 from agents.llm.base import Usage
-from agents.models import ApprovalRequest, ApprovalStatus, Environment, Run, RunEvent, RunStatus
+from agents.models import Agent, ApprovalRequest, ApprovalStatus, Environment, Run, RunStatus
 from agents.runs.request import (
     kept_message_from_json,
     kept_message_json,
@@ -80,13 +83,14 @@ def approval_ttl(spec: AgentSpec) -> timedelta:
 # ---------------------------------------------------------------- the paused turn as JSON
 
 
-def paused_json(invocation: Invocation, turn: PausedTurn) -> dict[str, Any]:
-    """What the run's row keeps while it waits: the request (agents.runs.request) and the
-    turn, whole."""
+def paused_json(invocation: Invocation, turn: PausedTurn, events: int) -> dict[str, Any]:
+    """What the run's row keeps while it waits: the request (agents.runs.request), the
+    turn, whole, and how many events the run has stored (the resumed ones follow)."""
     assert invocation.request is not None, "a run that cannot pause paused"
     return {
         "request": request_json(invocation.request),
         "versionNumber": invocation.version_number,
+        "events": events,
         "turn": {
             "messages": [kept_message_json(m) for m in turn.messages],
             "iteration": turn.iteration,
@@ -168,7 +172,7 @@ def invocation_resumed(
         return None
     resume = Resume(turn_from_json(kept["turn"]), decisions)
     invocation.run_input = replace(invocation.run_input, messages=(), resume=resume)
-    invocation.events_before = RunEvent.objects.filter(run_id=run.pk).count()
+    invocation.events_before = kept["events"]
     invocation.steps_before = list(run.steps)
     return invocation
 
@@ -239,3 +243,140 @@ def _expired_steps(requests: list[ApprovalRequest]) -> None:
 
 def deadline(invocation: Invocation, now: datetime) -> datetime:
     return now + approval_ttl(invocation.spec)
+
+
+# ---------------------------------------------------------------- deciding, in one statement
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What one decision statement did: `run` (its `caller` read with it) is claimed by
+    this process when `pending` is empty; `decisions` are all of its requests' (this
+    body's and any decided before)."""
+
+    run: Run
+    decisions: tuple[Decision, ...]
+    pending: tuple[uuid.UUID, ...]
+
+
+def run_decide(
+    *,
+    run_id: uuid.UUID,
+    user: User,
+    environment: Environment,
+    decisions: list[tuple[uuid.UUID, bool, str]],
+) -> Decided | None:
+    """Record `user`'s decisions (request id, approve, message) and, if they leave nothing
+    pending, claim the run (`in_progress`, leased here), in one statement. None when it did
+    nothing: the user may not decide the run's requests (`run_check_decider`'s rule), the
+    run waits no more, or a decision names a request that is not a pending one of this
+    run; the caller then finds out which (the slower way), since this statement either
+    records every decision or none.
+
+    The ORM's way (a locking read of the run with its caller, a read of its requests, an
+    UPDATE per decision, the run's UPDATE, a count of its events) cost about 9 ms of the
+    server's CPU a decision (py-spy, bench/approvals.py), a third of a whole run's start."""
+    now = timezone.now()
+    params = {
+        "run": run_id,
+        "user": user.pk,
+        "environment": environment.pk,
+        "superuser": user.is_superuser,
+        "approve": Action.APPROVE.value,
+        "usable": [Action.READ.value, Action.INVOKE.value],
+        "now": now,
+        "count": len(decisions),
+        "decisions": json.dumps(
+            [
+                {
+                    "id": str(request_id),
+                    "status": ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED,
+                    "message": message,
+                }
+                for request_id, approve, message in decisions
+            ]
+        ),
+        "waiting": RunStatus.AWAITING_APPROVAL.value,
+        "running": RunStatus.IN_PROGRESS.value,
+        "pending": ApprovalStatus.PENDING.value,
+        "lease": timedelta(seconds=liveness.lease_seconds()),
+    }
+    found = one_row(_decide_sql(), params, Run, ("u__", get_user_model()))
+    if found is None:
+        return None
+    run, caller = found
+    if not run.all_pending:
+        return None
+    run.caller = caller
+    if isinstance(run.paused, str):  # psycopg hands jsonb to Django as text; this is no field
+        run.paused = json.loads(run.paused)
+    mine = {request_id: (approve, message) for request_id, approve, message in decisions}
+    by, at = user.get_username(), now.isoformat().replace("+00:00", "Z")
+    made, pending = [], []
+    for request_id, status, message, decided_at, decider in json.loads(run.asked):
+        request_id = uuid.UUID(request_id)
+        if request_id in mine:
+            approve, said = mine[request_id]
+            made.append(Decision(str(request_id), approve, said, by, at))
+        elif status == ApprovalStatus.PENDING:
+            pending.append(request_id)
+        else:
+            approved = status == ApprovalStatus.APPROVED
+            made.append(Decision(str(request_id), approved, message, decider or "", decided_at))
+    if not pending:
+        run.status = RunStatus.IN_PROGRESS
+    return Decided(run, tuple(made), tuple(pending))
+
+
+@functools.cache
+def _decide_sql() -> str:
+    quote = connection.ops.quote_name
+    runs, asks = quote(Run._meta.db_table), quote(ApprovalRequest._meta.db_table)
+    users, agents = quote(get_user_model()._meta.db_table), quote(Agent._meta.db_table)
+    # Names from the models' metadata; every value is a parameter. Every part of a
+    # statement sees the rows as they were before it: `rest` leaves out this body's
+    # requests, and the list of requests read at the end shows them as they were.
+    return f"""
+        WITH target AS (
+            SELECT r.id FROM {runs} r JOIN {agents} ag ON ag.id = r.agent_id
+            WHERE r.id = %(run)s AND r.status = %(waiting)s
+                AND ag.environment_id = %(environment)s AND ag.deleted_at IS NULL
+                AND (%(superuser)s
+                    OR %(approve)s = ANY({held_array("ag")})
+                    OR (r.caller_id = %(user)s AND {held_array("ag")} && %(usable)s))
+            FOR UPDATE OF r
+        ), wanted AS (
+            SELECT d.id, d.status, d.message
+            FROM jsonb_to_recordset(%(decisions)s::jsonb) AS d(id uuid, status text, message text)
+        ), ok AS (
+            SELECT count(*) = %(count)s AS all_pending
+            FROM {asks} a JOIN target t ON a.run_id = t.id JOIN wanted w ON w.id = a.id
+            WHERE a.status = %(pending)s
+        ), decided AS (
+            UPDATE {asks} a
+            SET status = w.status, decided_by_id = %(user)s, decided_at = %(now)s,
+                message = w.message
+            FROM wanted w, ok
+            WHERE a.id = w.id AND a.run_id = %(run)s AND ok.all_pending
+            RETURNING a.id
+        ), rest AS (
+            SELECT count(*) AS n FROM {asks} a JOIN target t ON a.run_id = t.id
+            WHERE a.status = %(pending)s AND a.id NOT IN (SELECT id FROM wanted)
+        ), claimed AS (
+            UPDATE {runs} r
+            SET status = %(running)s, lease_until = STATEMENT_TIMESTAMP() + %(lease)s,
+                paused = NULL
+            FROM target t, ok, rest
+            WHERE r.id = t.id AND ok.all_pending AND rest.n = 0
+            RETURNING r.id
+        )
+        SELECT {columns_sql(Run, "r")}, ok.all_pending,
+            (SELECT count(*) FROM decided) AS decided,
+            (SELECT coalesce(json_agg(json_build_array(
+                a.id, a.status, a.message, a.decided_at, du.username) ORDER BY a.created_at), '[]')
+             FROM {asks} a LEFT JOIN {users} du ON du.id = a.decided_by_id
+             WHERE a.run_id = r.id)::text AS asked,
+            {columns_sql(get_user_model(), "u", "u__")}
+        FROM target t JOIN {runs} r ON r.id = t.id CROSS JOIN ok
+        LEFT JOIN {users} u ON u.id = r.caller_id
+    """  # noqa: S608

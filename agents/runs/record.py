@@ -146,8 +146,9 @@ class RunRecorder:
             statement = _end_sql()
             if self.status == RunStatus.AWAITING_APPROVAL and self.paused is not None:
                 statement = _pause_sql()
+                stored = self.events.written + len(self.events.pending)  # with this statement
                 params |= {
-                    "paused": _json(paused_json(invocation, self.paused)),
+                    "paused": _json(paused_json(invocation, self.paused, stored)),
                     "deadline": deadline(invocation, now),
                     "approvals": _json(approval_rows_json(invocation.run_id, self.paused)),
                     "pending": ApprovalStatus.PENDING.value,

@@ -15,7 +15,7 @@ from agentbuilder.errors import Conflict, ErrorItem, Invalid
 from agentbuilder.users import User
 from agents.models import ApprovalRequest, ApprovalStatus, Environment, Run, RunStatus
 from agents.runs import detached
-from agents.runs.approvals import invocation_resumed
+from agents.runs.approvals import invocation_resumed, run_decide
 from agents.runs.leases import runs_close
 from agents.runs.start import Invocation
 from agents.runtime.approvals import Decision
@@ -59,7 +59,21 @@ def approvals_decide(
     `run_check_decider`), Invalid for a request of no such id in this run (at its path in
     the body), Conflict for a request decided already or a run that waits no more (expired,
     canceled); two deciders at once: one wins, the other gets the Conflict."""
+    mine = [(d.approval_request_id, d.decision == "approve", d.message) for d in decisions]
+    decided = run_decide(run_id=run_id, user=user, environment=environment, decisions=mine)
+    if decided is not None:
+        if decided.pending:
+            return StillWaiting(run_id, decided.pending)
+        return _resumed(decided.run, environment, decided.decisions)
     run_check_decider(user=user, environment=environment, run_id=run_id)
+    return _refused_or_decided(user, environment, run_id, decisions)
+
+
+def _refused_or_decided(
+    user: User, environment: Environment, run_id: uuid.UUID, decisions: list[DecisionIn]
+) -> Invocation | StillWaiting:
+    """The statement of `run_decide` did nothing: say why, request by request (or, should
+    the run have come to wait meanwhile, decide here as it would have)."""
     now = timezone.now()
     with transaction.atomic():
         run = Run.objects.select_for_update(of=("self",)).select_related("caller").get(pk=run_id)
@@ -95,7 +109,17 @@ def approvals_decide(
             status=RunStatus.IN_PROGRESS, lease_until=liveness.lease_expiry(), paused=None
         )
     run.status = RunStatus.IN_PROGRESS
-    return _resumed(run, environment, list(asked.values()))
+    made = tuple(
+        Decision(
+            str(a.pk),
+            a.status == ApprovalStatus.APPROVED,
+            a.message,
+            a.decided_by.get_username() if a.decided_by is not None else "",
+            a.decided_at.isoformat().replace("+00:00", "Z") if a.decided_at else "",
+        )
+        for a in asked.values()
+    )
+    return _resumed(run, environment, made)
 
 
 def approvals_decide_by_id(
@@ -131,17 +155,7 @@ def approvals_decide_by_id(
     )
 
 
-def _resumed(run: Run, environment: Environment, asked: list[ApprovalRequest]) -> Invocation:
-    decisions = tuple(
-        Decision(
-            str(a.pk),
-            a.status == ApprovalStatus.APPROVED,
-            a.message,
-            a.decided_by.get_username() if a.decided_by is not None else "",
-            a.decided_at.isoformat().replace("+00:00", "Z") if a.decided_at else "",
-        )
-        for a in asked
-    )
+def _resumed(run: Run, environment: Environment, decisions: tuple[Decision, ...]) -> Invocation:
     caller = run.caller
     invocation = None
     if caller is not None:

@@ -961,3 +961,45 @@ def test_mcp_refuses_bad_approvals_at_their_path(
         in [m for m in model.bodies[1]["messages"] if m["role"] == "tool"][-1]["content"]
     )
     assert ran == {"look_up_order": 1}
+
+
+def test_two_waiting_calls_decided_one_at_a_time_resume_once_the_second_is(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    two = Turn(
+        calls=[
+            Call("refund_order", {"order_id": "7", "amount": 40.0}, id="call_a"),
+            Call("refund_order", {"order_id": "8", "amount": 25.0}, id="call_b"),
+        ]
+    )
+    model.script(two, Turn(text=["One refunded."]))
+    approver = UserFactory(username="approver")
+    grant(approver, Action.APPROVE, shop)
+    with client(port, owner) as http:
+        paused = invoke(http, shop)
+        run_id = paused.headers["X-Run-Id"]
+        first, second = paused.json()["approvalRequests"]
+        partly = decide(
+            http, run_id, {"approvalRequestId": first["approvalRequestId"], "decision": "approve"}
+        )
+        assert partly.status_code == 202, partly.text
+        assert partly.json()["pendingApprovalRequests"] == [second["approvalRequestId"]]
+        assert Run.objects.get(pk=run_id).status == "awaiting_approval"
+        assert ran == {}  # nothing runs until every call is decided
+    with client(port, approver) as http:
+        no = {
+            "approvalRequestId": second["approvalRequestId"],
+            "decision": "reject",
+            "message": "Not 8.",
+        }
+        resumed = decide(http, run_id, no)
+        assert resumed.status_code == 200, resumed.text
+    assert ran == {"refund_order": 1}
+    results = [m for m in model.bodies[1]["messages"] if m["role"] == "tool"]
+    assert [r["tool_call_id"] for r in results] == ["call_a", "call_b"]
+    assert "Not 8." in results[1]["content"]
+    steps = [s for s in Run.objects.get(pk=run_id).steps if s["type"] == "approval_decision"]
+    assert [(s["decision"], s["by"]) for s in steps] == [
+        ("approve", "owner"),
+        ("reject", "approver"),
+    ]
