@@ -286,10 +286,8 @@ def report(phases: dict[str, Phase], *, runs: int, warmup: int, concurrency: int
         return p.per_run_ms(p.server_cpu + p.pg_cpu)
 
     extra = total(approved) - total(plain)
-    print(
-        f"\napproved / plain: {total(approved) / total(plain):.2f}x "
-        f"(server {approved.per_run_ms(approved.server_cpu) / plain.per_run_ms(plain.server_cpu):.2f}x)"
-    )
+    server = approved.per_run_ms(approved.server_cpu) / plain.per_run_ms(plain.server_cpu)
+    print(f"\napproved / plain: {total(approved) / total(plain):.2f}x (server {server:.2f}x)")
     print(
         f"what the pause and resume add: {extra:.1f} ms a run = {extra / total(start):.2f} of a "
         f"run start ({total(start):.1f} ms; goal: at most 1)"

@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # The scripts a user runs (bench/README.md); sse_fake.py, settings.py and urls.py are parts.
 BENCHMARKS = (
+    "approvals.py",
     "guard_overhead.py",
     "hnsw_params.py",
     "ingestion.py",
