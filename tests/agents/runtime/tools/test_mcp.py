@@ -194,3 +194,38 @@ def test_runs_record_the_mcp_calls(
     invoke(owner_client, agent, "Please add 2 and 3")
     run = Run.objects.get()
     assert [m["role"] for m in run.messages] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_an_mcp_servers_tools_need_approval_as_its_tool_configuration_says(
+    owner_client: APIClient, live: LiveServer, loopback: None
+) -> None:
+    server = register(owner_client, live.url)
+    # Every tool of the server waits for a person, except `echo`.
+    configuration = {"requireApproval": "always", "toolApprovals": {"echo": "never"}}
+    reference = {"id": server["id"], "toolConfiguration": configuration}
+    agent = make_agent(owner_client, mcp_config(reference))
+    url = f"/v1/agents/{agent['id']}/versions/latest/invoke"
+
+    echoed = invoke(owner_client, agent, 'Echo "hello there"')  # runs: no approval
+    assert echoed.results == ["hello there"]
+
+    asked = owner_client.post(
+        url, {"messages": [{"role": "user", "content": "Please add 2 and 3"}]}, format="json"
+    )
+    assert asked.status_code == 200, asked.content
+    body = asked.json()
+    assert body["status"] == "awaiting_approval"
+    [request] = body["approvalRequests"]
+    assert (request["name"], request["arguments"]) == ("add", '{"a": 2, "b": 3}')
+    run_id = asked["X-Run-Id"]
+    assert Run.objects.get(pk=run_id).status == "awaiting_approval"
+
+    decision = {"approvalRequestId": request["approvalRequestId"], "decision": "approve"}
+    resumed = owner_client.post(
+        f"/v1/runs/{run_id}/approvals", {"decisions": [decision]}, format="json"
+    )
+    assert resumed.status_code == 200, resumed.content
+    assert resumed.json()["output"][-1]["content"][0]["text"] == "The result of add(2, 3) is 5.0."
+    run = Run.objects.get(pk=run_id)
+    assert run.status == "completed"
+    assert [m["content"] for m in run.messages if m["role"] == "tool"] == ["5.0"]
