@@ -1,7 +1,8 @@
 """The approvals inbox (docs/api.md#tool-approvals): the tool calls a staff user may decide,
 across agents, newest first; each with its arguments and the run's conversation so far, and
 Approve / Reject with a message. A decision that leaves the run nothing pending resumes it
-in this server's runner; the run's page then shows how it went on."""
+in this server's runner; the run's page then shows how it went on, to whoever may read it
+(its caller, AUDIT); an approver who may not goes back to the list."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from agentbuilder.errors import DomainError, Invalid
 from agentbuilder.users import request_user
 from agents.models import ApprovalRequest
 from agents.selectors.approvals import approvals_pending
+from agents.selectors.runs import runs_visible
 from agents.services.approvals import (
     DecisionIn,
     StillWaiting,
@@ -102,6 +104,8 @@ class ApprovalInboxAdmin(admin.ModelAdmin):
             return inbox
         run_resume_detached(decided)
         self.message_user(request, f"{said}. The run goes on.", messages.SUCCESS)
+        if not runs_visible(user=request_user(request)).filter(pk=run.pk).exists():
+            return inbox  # an approver who may not read the run (AUDIT) goes back to the list
         return HttpResponseRedirect(reverse("admin:agents_run_change", args=[run.pk]))
 
     @admin.display(description="agent", ordering="run__agent__name")

@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from agents.access.permissions import Action, grant
 from agents.models import Agent, ApprovalRequest, Run
+from tests.browser import BROWSER, Page, browser_server, chrome, page  # noqa: F401 (fixtures)
 from tests.conftest import client_for
 from tests.factories import UserFactory
 from tests.fakes.openai import FakeOpenAI
@@ -105,6 +106,7 @@ def test_approving_in_the_inbox_resumes_the_run_in_the_server(
     approver = staff("approver")
     grant(approver, Action.APPROVE, gated)
 
+    grant(approver, Action.AUDIT, gated)  # reads the run too: its page follows the decision
     decided = admin_as(approver).post(page_of(asked), {"decision": "approve", "message": "ok"})
 
     assert decided.status_code == 302
@@ -138,3 +140,34 @@ def test_the_callers_rejection_in_the_inbox_tells_the_model_its_message(
     told = [m for m in failing_openai.bodies[1]["messages"] if m["role"] == "tool"][-1]
     assert "Not today." in told["content"]
     assert ApprovalRequest.objects.get(pk=asked.pk).status == "rejected"
+
+
+@BROWSER
+def test_an_approver_finds_the_call_in_the_inbox_and_approves_it_in_chromium(
+    page: Page,  # noqa: F811
+    failing_openai: FakeOpenAI,  # noqa: F811
+    owner: Any,
+    gated: Agent,
+) -> None:
+    failing_openai.script(
+        Turn(calls=[Call("multiply", {"a": 3, "b": 5}, id="call_m")]), Turn(text=["It is 15."])
+    )
+    asked = paused(owner, gated)
+    approver = staff("approver")
+    grant(approver, Action.APPROVE, gated)
+    page.login(approver)
+    page.open(INBOX)
+    page.find(f'a[href="{page_of(asked)}"]').click()
+    page.wait_for(".approval-arguments", text='"a": 3')
+    assert "What is 3x5?" in page.find(".approval-conversation").text
+    page.find("#approval-message").send_keys("Fine by me.")
+    page.shot("approval-inbox")
+    page.find("#approval-approve").click()
+
+    page.wait_for(".messagelist", text="Approved. The run goes on.")
+    assert page.path == INBOX  # APPROVE alone reads no run: back to the list, now empty
+    assert not page.find_all(f'a[href="{page_of(asked)}"]')
+    run = ended(asked.run_id)
+    assert (run.status, run.output) == ("completed", "It is 15.")
+    assert run.steps[-3]["type"] == "approval_decision"
+    assert run.steps[-3]["message"] == "Fine by me."
