@@ -39,6 +39,7 @@ from common import (
     cpu_seconds,
     machine,
     percentile,
+    postgres_cpu,
     prepare,
     running,
     table,
@@ -54,20 +55,6 @@ GATED_CONFIG: dict[str, Any] = {
     "tools": [{**ONE_TOOL_CONFIG["tools"][0], "requireApproval": "always"}],
 }
 START_CONFIG: dict[str, Any] = {**ONE_TOOL_CONFIG, "systemPrompt": AT_ONCE}
-
-
-def postgres_cpu() -> float:
-    import psutil
-
-    total = 0.0
-    for process in psutil.process_iter(["name"]):
-        if process.info["name"] in ("postgres", "postmaster"):
-            try:
-                times = process.cpu_times()
-                total += times.user + times.system
-            except psutil.Error:
-                continue
-    return total
 
 
 @dataclass

@@ -40,6 +40,7 @@ from common import (
     free_port,
     machine,
     percentile,
+    postgres_cpu,
     prepare,
     require,
     running,
@@ -61,20 +62,6 @@ class Burst:
     latencies: list[float] = field(default_factory=list)
     cpu: dict[str, float] = field(default_factory=dict)
     peak_connections: int = 0
-
-
-def postgres_cpu() -> float:
-    import psutil
-
-    total = 0.0
-    for process in psutil.process_iter(["name"]):
-        if process.info["name"] in ("postgres", "postmaster"):
-            try:
-                times = process.cpu_times()
-                total += times.user + times.system
-            except psutil.Error:
-                continue
-    return total
 
 
 def tree_cpu(pid: int) -> float:

@@ -378,6 +378,22 @@ def running(server: Server) -> Iterator[Server]:
         server.close()
 
 
+def postgres_cpu() -> float:
+    """User plus system CPU time so far of every PostgreSQL process on the machine (run
+    nothing else against it while measuring)."""
+    import psutil
+
+    total = 0.0
+    for process in psutil.process_iter(["name"]):
+        if process.info["name"] in ("postgres", "postmaster"):
+            try:
+                times = process.cpu_times()
+                total += times.user + times.system
+            except psutil.Error:
+                continue
+    return total
+
+
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU time of a process so far."""
     import psutil

@@ -78,11 +78,7 @@ def run_check_visible(*, user: User, environment: Environment, run_id: uuid.UUID
     """Raises NotFound unless the caller may read the run, as `runs_visible` says (its own
     run of an agent it may READ or INVOKE, any run of one it holds AUDIT on). One fixed
     statement, not the run's row: every follower of a run's events asks it."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _visible_sql(), {"run": run_id, "environment": environment.pk, "user": user.pk}
-        )
-        row = cursor.fetchone()
+    row = _caller_and_held(user, environment, run_id)
     if row is not None:
         caller_id, held = row
         if user.is_superuser or Action.AUDIT in held:
@@ -96,11 +92,7 @@ def run_check_decider(*, user: User, environment: Environment, run_id: uuid.UUID
     """Raises unless the caller may decide the run's approval requests: its own run of an
     agent it may READ or INVOKE, or any run of one it holds APPROVE on. NotFound for a run
     it may not see, PermissionDenied for one it may only read (AUDIT)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _visible_sql(), {"run": run_id, "environment": environment.pk, "user": user.pk}
-        )
-        row = cursor.fetchone()
+    row = _caller_and_held(user, environment, run_id)
     if row is not None:
         caller_id, held = row
         if user.is_superuser or Action.APPROVE in held:
@@ -112,6 +104,19 @@ def run_check_decider(*, user: User, environment: Environment, run_id: uuid.UUID
                 "Only the run's caller or a holder of APPROVE on its agent decides its approvals."
             )
     raise NotFound(f"Run '{run_id}' not found.")
+
+
+def _caller_and_held(
+    user: User, environment: Environment, run_id: uuid.UUID
+) -> tuple[int | None, list[str]] | None:
+    """The run's caller and what `user` holds on its agent, if the run is of a live agent
+    of `environment` (one fixed statement)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _visible_sql(), {"run": run_id, "environment": environment.pk, "user": user.pk}
+        )
+        row = cursor.fetchone()
+    return None if row is None else (row[0], row[1])
 
 
 @functools.cache
