@@ -23,5 +23,6 @@ Where the document is silent (decisions, see also docs/api.md#process):
   data part after the answer's text, in the final assistant message.
 - A message cut short by a failure ends with `status: failed` and the run's `code` and
   `message`; the response then fails with `error {code, message}`.
-- The response id is the run's (`resp_…`), message ids are `msg_<uuid4>`.
+- The response id is the run's (`resp_…`), message ids are `msg_<uuid4>`, but an
+  `mcp_approval_request` message's, which is its approval request's id.
 """

@@ -92,8 +92,10 @@ class ProcessEncoder:
     def _emit(self, model: Event) -> dict[str, Any]:
         return {"sequence_number": next(self._numbers), **dump(model)}
 
-    def _open(self, kind: MessageType) -> tuple[Message, dict[str, Any]]:
+    def _open(self, kind: MessageType, message_id: str = "") -> tuple[Message, dict[str, Any]]:
         message = Message(type=kind, role=Role.ASSISTANT, content=[])
+        if message_id:
+            message.id = message_id
         self.output.append(message)
         created = self._emit(message.model_copy(update={"content": None}))
         return message, created
@@ -113,9 +115,13 @@ class ProcessEncoder:
         return self._emit(message)
 
     def _whole(
-        self, kind: MessageType, parts: list[TextContent | DataContent], **error: str
+        self,
+        kind: MessageType,
+        parts: list[TextContent | DataContent],
+        message_id: str = "",
+        **error: str,
     ) -> list[dict[str, Any]]:
-        message, created = self._open(kind)
+        message, created = self._open(kind, message_id)
         if error:
             message.code, message.message = error["code"], error["message"]
         added = [self._add(message, part) for part in parts]
@@ -185,7 +191,13 @@ class ProcessEncoder:
             asked = approval_request_data(
                 request.approval_request_id, request.name, request.arguments, request.call_id
             )
-            emitted += self._whole(MessageType.MCP_APPROVAL_REQUEST, [DataContent(data=asked)])
+            # Its id is the request's, as OpenAI's Responses API names the same item: the
+            # answer may quote either.
+            emitted += self._whole(
+                MessageType.MCP_APPROVAL_REQUEST,
+                [DataContent(data=asked)],
+                message_id=request.approval_request_id,
+            )
         return emitted
 
     def _fail_answer(self, failed: ResponseFailed) -> list[dict[str, Any]]:

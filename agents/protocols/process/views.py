@@ -12,7 +12,9 @@ import uuid
 from typing import Any
 
 from django.http import StreamingHttpResponse
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from pydantic import RootModel
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -38,14 +40,22 @@ from agents.protocols.process.models import (
     dump,
 )
 from agents.protocols.process.request import AgentRequest, approval_responses, runtime_messages
-from agents.protocols.views import QUEUED_DOC, ProtocolView, queued, run_headers, streamed
+from agents.protocols.views import ProtocolView, Queued, queued, run_headers, streamed
 from agents.runs.background import run_queue
 from agents.runs.start import Invocation, invocation_start
 from agents.runs.stream import collected_events
 from agents.runtime.events import ResponseFailed
-from agents.services.approvals import StillWaiting, approvals_decide_by_id
+from agents.services.approvals import (
+    StillWaiting,
+    approvals_decide_by_id,
+    run_resume_detached,
+)
 
 PROTOCOL = "process"
+
+
+class ProcessAccepted(RootModel[Queued | AgentResponse]):
+    """A 202: a background run queued, or a decision's response `in_progress`."""
 
 
 class ProcessView(ProtocolView):
@@ -82,7 +92,12 @@ class ProcessView(ProtocolView):
                 "With `stream: false`, one response object.",
             ),
             (200, "application/json"): AgentResponse,
-            **QUEUED_DOC,
+            202: OpenApiResponse(
+                ProcessAccepted,
+                description="With `background: true`: the run is queued (`Location` is the "
+                "run), or, for a decision, goes on in the server. A decision that leaves "
+                "requests pending: a response `in_progress` whose output is what still waits.",
+            ),
         },
         tags=["invoke"],
     )
@@ -92,6 +107,8 @@ class ProcessView(ProtocolView):
             return queued(invocation)
         if isinstance(invocation, StillWaiting):
             return Response(await in_db(_still_waiting)(invocation, body.session_id), status=202)
+        if body.background:  # only a decision gets here: a fresh background run is queued
+            return _resumed_in_background(invocation, body.session_id)
         if body.stream:
             return _stream(invocation, body.session_id)
         return await _collect(invocation, body.session_id)
@@ -138,11 +155,24 @@ async def _collect(invocation: Invocation, session_id: str | None) -> Response:
     return Response(encoder.body(), status=status, headers=run_headers(invocation))
 
 
+def _resumed_in_background(invocation: Invocation, session_id: str | None) -> Response:
+    """A decision with `background`: its maker does not wait, the resumed run goes on in
+    this server (claimed by it already); 202, a response `in_progress`, `Location` the run."""
+    run_resume_detached(invocation)
+    response = AgentResponse(
+        id=invocation.response_id, session_id=session_id, status=RunStatus.InProgress
+    )
+    location = reverse("run-detail", kwargs={"runId": str(invocation.run_id)})
+    headers = {**run_headers(invocation), "Location": location}
+    return Response(dump(response), status=202, headers=headers)
+
+
 def _still_waiting(waiting: StillWaiting, session_id: str | None) -> dict[str, Any]:
     """Decided in part: a response `in_progress` whose output is what still waits."""
     pending = ApprovalRequest.objects.filter(pk__in=waiting.pending).order_by("created_at")
     output = [
         Message(
+            id=str(a.pk),
             type=MessageType.MCP_APPROVAL_REQUEST,
             role=Role.ASSISTANT,
             status=RunStatus.Completed,

@@ -604,6 +604,7 @@ def test_process_asks_with_mcp_approval_request_and_an_mcp_approval_response_goe
         [asking] = [m for m in body["output"] if m["type"] == "mcp_approval_request"]
         data = asking["content"][0]["data"]
         assert (data["name"], json.loads(data["arguments"])["amount"]) == ("refund_order", 40.0)
+        assert asking["id"] == data["approval_request_id"]  # the item is the request
         run_id = paused.headers["X-Run-Id"]
         assert Run.objects.get(pk=run_id).status == "awaiting_approval"
         answer = {"input": [approval_response(data["approval_request_id"], True)], "stream": False}
@@ -1003,3 +1004,28 @@ def test_two_waiting_calls_decided_one_at_a_time_resume_once_the_second_is(
         ("approve", "owner"),
         ("reject", "approver"),
     ]
+
+
+def test_process_decides_in_the_background_and_the_same_run_goes_on_in_the_server(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns(), Turn(text=["Refunded."]))
+    with client(port, owner) as http:
+        paused = process(http, shop, PROCESS_ASK)
+        run_id = paused.headers["X-Run-Id"]
+        [asking] = [m for m in paused.json()["output"] if m["type"] == "mcp_approval_request"]
+        request_id = asking["content"][0]["data"]["approval_request_id"]
+        answer = {"input": [approval_response(request_id, True)], "background": True}
+        accepted = process(http, shop, answer)
+        assert accepted.status_code == 202, accepted.text
+        assert accepted.json()["status"] == "in_progress"
+        assert accepted.headers["X-Run-Id"] == run_id
+        assert accepted.headers["Location"].endswith(f"/runs/{run_id}")
+        followed = [
+            json.loads(line) for line in http.get(f"/runs/{run_id}/events").text.splitlines()
+        ]
+        assert process(http, shop, answer).status_code == 409  # decided already
+    assert followed[-1]["type"] == "response.completed"  # followed to its end
+    assert Run.objects.get(pk=run_id).status == "completed"
+    assert ran == {"look_up_order": 1, "refund_order": 1}
+    assert len(model.bodies) == 2
