@@ -5,7 +5,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from mcp_types import CallToolResult, TextContent
+from mcp_types import (
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    InputRequiredResult,
+    TextContent,
+)
 
 from agentbuilder.errors import Invalid
 from agents.runtime.events import Event, ResponseCompleted, ResponseFailed, TextDelta
@@ -18,7 +24,12 @@ META = "agentbuilder/"
 class ResultEncoder:
     """One call's run: `progress` for each event, `result` for the one that ended it."""
 
-    def __init__(self, run_id: uuid.UUID, answered_by: str, thread_id: str) -> None:
+    def __init__(
+        self, run_id: uuid.UUID, answered_by: str, thread_id: str, elicit: bool = False
+    ) -> None:
+        # Whether a turn that waits asks the client's user itself (the 2026 protocol's
+        # input-required result) rather than naming what waits.
+        self.elicit = elicit
         self.meta: dict[str, Any] = {f"{META}runId": str(run_id), f"{META}answeredBy": answered_by}
         if thread_id:
             self.meta[f"{META}threadId"] = thread_id
@@ -32,7 +43,7 @@ class ResultEncoder:
         self.streamed += len(event.text)
         return float(self.streamed), event.text
 
-    def result(self, last: Event | None) -> CallToolResult:
+    def result(self, last: Event | None) -> CallToolResult | InputRequiredResult:
         if isinstance(last, ResponseCompleted):
             return self._completed(last)
         if isinstance(last, ResponseFailed):
@@ -42,11 +53,13 @@ class ResultEncoder:
             FailureCode.INTERNAL_ERROR, "the run ended without an answer", self.meta
         )
 
-    def _completed(self, event: ResponseCompleted) -> CallToolResult:
+    def _completed(self, event: ResponseCompleted) -> CallToolResult | InputRequiredResult:
         if event.approval_requests:
             waiting = [
                 (r.approval_request_id, r.name, r.arguments) for r in event.approval_requests
             ]
+            if self.elicit:
+                return input_required_result(self.meta, waiting)
             return awaiting_result(self.meta, waiting)
         meta = dict(self.meta)
         outputs = event.custom_outputs
@@ -141,3 +154,42 @@ def waiting_result(run_id: uuid.UUID, pending: tuple[uuid.UUID, ...]) -> CallToo
         },
         _meta={f"{META}runId": str(run_id)},
     )
+
+
+# The form each waiting call asks the client's user to fill (flat, as elicitation forms are).
+DECISION_FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {
+            "type": "string",
+            "title": "Decision",
+            "enum": ["approve", "reject"],
+            "description": "approve: the call runs; reject: it does not, and the agent is told.",
+        },
+        "message": {
+            "type": "string",
+            "title": "Message",
+            "maxLength": 4000,
+            "description": "Optional: what the agent reads with the decision.",
+        },
+    },
+    "required": ["decision"],
+}
+
+
+def input_required_result(
+    meta: dict[str, Any], waiting: list[tuple[str, str, str]]
+) -> InputRequiredResult:
+    """A turn that waits, for a client that elicits (docs/api.md#mcp): one form per waiting
+    call, keyed by its approval request's id, which the client's retry answers under the
+    same key. No requestState: the ids name the run, and the decision is checked as any."""
+    requests: dict[str, Any] = {
+        request_id: ElicitRequest(
+            params=ElicitRequestFormParams(
+                message=f"The agent asks to call {name}({arguments}). Approve or reject it.",
+                requested_schema=DECISION_FORM,
+            )
+        )
+        for request_id, name, arguments in waiting
+    }
+    return InputRequiredResult(input_requests=requests, _meta=meta)

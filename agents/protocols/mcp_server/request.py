@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
+from mcp_types import ElicitResult
 from pydantic import Field, field_validator, model_validator
 
 from agentbuilder.errors import ErrorItem, Invalid
@@ -19,6 +20,7 @@ from agents.protocols.names import agent_reference
 from agents.protocols.native.request import ApprovalsBody
 from agents.runs.request import RunRequest
 from agents.selectors.versions import version_ref_parse
+from agents.services.approvals import DecisionIn
 
 PROTOCOL = "mcp"
 ROUTE = "the MCP server"
@@ -65,6 +67,52 @@ class ChatArguments(CamelModel):
                 (where,), "give a `message`, or `approvals` to decide what a run waits on"
             )
         return self
+
+
+# Where a retry's answers to the input-required result are (the tools/call params).
+INPUT_RESPONSES = "inputResponses"
+DECISION_MESSAGE_MAX_CHARS = 4000
+
+
+def decisions_of_responses(
+    responses: dict[str, Any],
+) -> list[tuple[tuple[str | int, ...], DecisionIn]]:
+    """The decisions a retry's `inputResponses` carry (docs/api.md#mcp): each key an approval
+    request's id, each an elicitation's answer. `decline`, and `cancel` (a form dismissed
+    without a choice), reject: a call nobody approved does not run. Raises Invalid at the
+    path of each answer that does not fit."""
+    decisions, errors = [], []
+    for key, response in responses.items():
+        at: tuple[str | int, ...] = (INPUT_RESPONSES, key)
+        try:
+            request_id = uuid.UUID(key)
+        except ValueError:
+            errors.append(ErrorItem(at, "not the id of an approval request"))
+            continue
+        if not isinstance(response, ElicitResult):
+            errors.append(ErrorItem(at, "answer the elicitation with its form"))
+            continue
+        content = response.content or {}
+        decision = content.get("decision") if response.action == "accept" else "reject"
+        message = content.get("message") if response.action == "accept" else None
+        if decision not in ("approve", "reject"):
+            errors.append(ErrorItem((*at, "content", "decision"), "'approve' or 'reject'"))
+            continue
+        if message is not None and (
+            not isinstance(message, str) or len(message) > DECISION_MESSAGE_MAX_CHARS
+        ):
+            errors.append(
+                ErrorItem(
+                    (*at, "content", "message"),
+                    f"text of at most {DECISION_MESSAGE_MAX_CHARS} characters",
+                )
+            )
+            continue
+        verdict: Literal["approve", "reject"] = "approve" if decision == "approve" else "reject"
+        decisions.append((at, DecisionIn(request_id, verdict, message or "")))
+    if errors:
+        raise Invalid(errors)
+    return decisions
 
 
 # The run keeps ids this long (Run.client_request_id); a longer one cannot be canceled.

@@ -17,10 +17,12 @@ from mcp_types import (
     INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
+    InputRequiredResult,
     ListToolsResult,
     PaginatedRequestParams,
     Tool,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentbuilder.db import in_db
 from agentbuilder.errors import (
@@ -45,6 +47,7 @@ from agents.protocols.mcp_server.request import (
     Caller,
     approvals_of,
     client_request_id,
+    decisions_of_responses,
     located_in_arguments,
     run_id_of,
     run_request,
@@ -59,7 +62,7 @@ from agents.runtime.failures import FailureCode
 from agents.selectors.agents import agent_get_to_invoke, agent_id_by_name, agent_list_invocable
 from agents.selectors.runs import runs_live_by_client_request
 from agents.selectors.versions import latest_versions
-from agents.services.approvals import StillWaiting, approvals_decide
+from agents.services.approvals import StillWaiting, approvals_decide, approvals_decide_by_id
 
 # Where agents.protocols.mcp_server.asgi puts the caller in the ASGI scope, and the set of
 # handler tasks it waits for before the request ends.
@@ -112,11 +115,11 @@ def invocable_tools(caller: Caller) -> list[Tool]:
 
 async def call_tool(
     ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
-) -> CallToolResult:
+) -> CallToolResult | InputRequiredResult:
     _belongs_to_request(ctx)
     try:
         invocation, thread_id = await in_db(start)(
-            caller_of(ctx), params.name, params.arguments, ctx.request_id
+            caller_of(ctx), params.name, params.arguments, ctx.request_id, params.input_responses
         )
     except UnknownTool:
         # Not a run: the tool is unknown to this caller (the specification's protocol
@@ -136,7 +139,19 @@ async def call_tool(
         return failed_result(FailureCode.INVALID_REQUEST, exc.detail, run_meta(run_id_of(exc)))
     if isinstance(invocation, StillWaiting):
         return waiting_result(invocation.run_id, invocation.pending)
-    return await answer(ctx, invocation, thread_id)
+    return await answer(ctx, invocation, thread_id, elicit=elicits(ctx))
+
+
+def elicits(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether a turn that waits asks the client's user itself: the 2026 protocol's
+    input-required result, to a client that declared form elicitation (an empty
+    `elicitation` capability means form, as the specification keeps it compatible)."""
+    session = ctx.session
+    if session.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return False
+    capabilities = session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
 
 
 def start(
@@ -144,9 +159,11 @@ def start(
     name: str,
     arguments: dict[str, Any] | None,
     request_id: str | int | None = None,
+    responses: dict[str, Any] | None = None,
 ) -> tuple[Invocation | StillWaiting, str]:
     """Open the run the call asks for; its thread too (or, for a call that decides what a
-    run waits on, resume that run). Raises UnknownTool for an agent the
+    run waits on, by its `approvals` or by its answers to an input-required result, resume
+    that run). Raises UnknownTool for an agent the
     caller may not see, PermissionDenied for one it may not invoke, NotFound for a version
     the agent does not have, Invalid or DomainError for a call that cannot run."""
     agent_name, version_ref = tool_reference(name)
@@ -160,6 +177,8 @@ def start(
         agent = agent_get_to_invoke(user=user, environment=environment, agent_id=agent_id)
     except NotFound:
         raise UnknownTool from None
+    if responses:  # the retry of a call that waited: its arguments asked the run that waits
+        return _resumed_or_waiting(_decide_responses(caller, responses))
     decided = approvals_of(agent, arguments)
     if decided is not None:  # no new run: the waiting one goes on
         return _decide(caller, decided)
@@ -181,6 +200,31 @@ def _decide(caller: Caller, approvals: Approvals) -> tuple[Invocation | StillWai
     except Invalid as exc:  # its locations are the API body's: `body.decisions.…`
         items = [ErrorItem((ARGUMENTS, "approvals", *e.loc[1:]), e.msg) for e in exc.errors]
         raise Invalid(items) from None
+    return _resumed_or_waiting(decided)
+
+
+def _decide_responses(caller: Caller, responses: dict[str, Any]) -> Invocation | StillWaiting:
+    """A retry's answers to the forms of an input-required result, as decisions; the run
+    is the one their requests belong to. Raises as `_decide`, located under
+    `inputResponses.<key>`."""
+    decisions = decisions_of_responses(responses)
+    try:
+        return approvals_decide_by_id(
+            user=caller.user, environment=caller.environment, decisions=decisions
+        )
+    except Invalid as exc:  # approvals_decide's locations are the API body's
+        items = [
+            ErrorItem(decisions[e.loc[2]][0], e.msg)
+            if e.loc[:2] == ("body", "decisions") and isinstance(e.loc[2], int)
+            else e
+            for e in exc.errors
+        ]
+        raise Invalid(items) from None
+
+
+def _resumed_or_waiting(
+    decided: Invocation | StillWaiting,
+) -> tuple[Invocation | StillWaiting, str]:
     if isinstance(decided, StillWaiting):  # decided in part: it waits for the rest
         return decided, ""
     thread_id = decided.request.thread_id if decided.request is not None else ""
@@ -202,11 +246,15 @@ def cancel_requested(caller: Caller, params: object) -> int:
 
 
 async def answer(
-    ctx: ServerRequestContext[Any, Any], invocation: Invocation, thread_id: str
-) -> CallToolResult:
-    """Run it: text as progress while it streams, then the result. A client that goes away
-    cancels this handler, and with it the run (recorded `canceled`)."""
-    encoder = ResultEncoder(invocation.run_id, invocation.answered_by, thread_id)
+    ctx: ServerRequestContext[Any, Any],
+    invocation: Invocation,
+    thread_id: str,
+    elicit: bool = False,
+) -> CallToolResult | InputRequiredResult:
+    """Run it: text as progress while it streams, then the result (for a client that
+    elicits, a turn that waits asks for the decisions: `ResultEncoder`). A client that goes
+    away cancels this handler, and with it the run (recorded `canceled`)."""
+    encoder = ResultEncoder(invocation.run_id, invocation.answered_by, thread_id, elicit)
 
     async def progress(event: Event) -> None:
         step = encoder.progress(event)

@@ -21,12 +21,16 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
 from django.test import override_settings
 from django.utils import timezone
 from google.protobuf.json_format import MessageToDict
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import ElicitResult
 
 from agents.access.permissions import Action, grant
 from agents.access.tokens import token_encode
@@ -40,7 +44,7 @@ from tests.fakes.server import Call, Turn
 from tests.live import MODEL, platform_port, server_on  # noqa: F401 (the fixture port)
 from tests.support.a2a import base, session, tok
 from tests.support.backends import openai_server  # noqa: F401
-from tests.support.mcp_server import bearer, connect
+from tests.support.mcp_server import bearer, connect, url
 from tests.support.webhooks import Receiver, deliver_all, receiver, webhooks_on_loopback  # noqa: F401
 
 pytestmark = [
@@ -962,6 +966,98 @@ def test_mcp_refuses_bad_approvals_at_their_path(
         in [m for m in model.bodies[1]["messages"] if m["role"] == "tool"][-1]["content"]
     )
     assert ran == {"look_up_order": 1}
+
+
+def mcp_call_eliciting(
+    port: int,
+    user: Any,
+    answers: Callable[[Any], ElicitResult],
+    seeded: dict[str, Any] | None = None,
+) -> Any:
+    """A 2026 client that declares form elicitation: a waiting call's input-required result
+    reaches `answers`, one form per waiting call, and the SDK retries with what it said.
+    `seeded`: input responses the first call already carries (a retry sent again)."""
+
+    headers = bearer(user)  # before the loop: it reads the database
+
+    async def elicit(context: Any, params: Any) -> ElicitResult:
+        return answers(params)
+
+    async def main() -> Any:
+        async with httpx2.AsyncClient(headers=headers, timeout=PATIENCE) as http:
+            transport = streamable_http_client(url(port), http_client=http)
+            async with Client(transport, cache=None, elicitation_callback=elicit) as sdk:
+                return await sdk.call_tool(
+                    "Shop", {"message": "Refund order 7"}, input_responses=seeded
+                )
+
+    return asyncio.run(main())
+
+
+def test_mcp_asks_a_client_that_elicits_and_its_answer_resumes_the_same_run(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns(), Turn(text=["Refunded 40."]))
+    forms: list[Any] = []
+
+    def approve(form: Any) -> ElicitResult:
+        forms.append(form)
+        return ElicitResult(action="accept", content={"decision": "approve", "message": "Fine."})
+
+    done = mcp_call_eliciting(port, owner, approve)
+    assert not done.is_error, done
+    assert done.content[0].text == "Refunded 40."
+    [form] = forms
+    assert "refund_order" in form.message
+    assert form.requested_schema["properties"]["decision"]["enum"] == ["approve", "reject"]
+    [run] = Run.objects.all()  # the retry resumed the run the first call opened
+    assert done.meta["agentbuilder/runId"] == str(run.pk)
+    assert run.status == "completed"
+    assert ran == {"look_up_order": 1, "refund_order": 1}
+    assert len(model.bodies) == 2
+    [request] = ApprovalRequest.objects.all()
+    assert (request.status, request.message) == ("approved", "Fine.")
+
+    # The same answer again: decided already, an error result; nothing runs.
+    again = mcp_call_eliciting(
+        port,
+        owner,
+        approve,
+        seeded={str(request.pk): ElicitResult(action="accept", content={"decision": "approve"})},
+    )
+    assert again.is_error
+    assert "decided already" in again.content[0].text or "does not wait" in again.content[0].text
+    assert ran == {"look_up_order": 1, "refund_order": 1}
+    assert len(model.bodies) == 2
+
+
+def test_mcp_a_declined_form_rejects_and_a_bad_answer_is_refused_at_its_path(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any
+) -> None:
+    model.script(*pause_turns(), Turn(text=["No refund."]))
+    refused = mcp_call_eliciting(
+        port, owner, lambda form: ElicitResult(action="accept", content={"decision": "maybe"})
+    )
+    assert refused.is_error
+    [request] = ApprovalRequest.objects.all()
+    details = refused.structured_content["error"]["details"]
+    assert [d["loc"] for d in details] == [
+        ["inputResponses", str(request.pk), "content", "decision"]
+    ]
+    assert Run.objects.get().status == "awaiting_approval"  # the bad answer changed nothing
+
+    declined = mcp_call_eliciting(
+        port,
+        owner,
+        lambda form: ElicitResult(action="decline"),
+        seeded={str(request.pk): ElicitResult(action="decline")},
+    )
+    assert not declined.is_error, declined
+    assert declined.content[0].text == "No refund."
+    request.refresh_from_db()
+    assert request.status == "rejected"
+    assert ran == {"look_up_order": 1}  # the refund never ran
+    assert len(model.bodies) == 2
 
 
 def test_two_waiting_calls_decided_one_at_a_time_resume_once_the_second_is(
