@@ -4,7 +4,9 @@ process runs it, read from its run's stored events (agents.runs.event_log).
 The stream opens with the task as it stands (the specification's first event: a Task),
 its answer so far as the artifact; then the updates `message/stream` would have sent from
 there on, in the same shape, to the task's end (`canceled` and `interrupted` runs, which
-store no terminal event, end with their status).
+store no terminal event, end with their status) or to its wait for approvals
+(`input-required`, final as on `message/stream`; a subscription to a waiting task is its
+opening task alone).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class Following:
             self.tasks.updates(event_from_json(data))
             self.seen += 1
         self._snapshot = snapshot
+        self.waiting = run.status == RunStatus.AWAITING_APPROVAL
 
     def opening(self) -> pb.StreamResponse:
         """The task as it stands after the replayed events, its artifact all the text so
@@ -65,6 +68,8 @@ class Following:
     async def updates(self, keepalive: float) -> AsyncGenerator[Update | None, None]:
         """The run's events from the first unseen one (None each `keepalive` seconds of
         silence), then how it ended if no event said it."""
+        if self.waiting:
+            return  # the opening task said it waits: nothing comes until a decision
         follower = run_events_follow(self.run_id, after=self.seen)
         ended = False
         async with aclosing(paced(follower, keepalive)) as beats:
@@ -77,6 +82,10 @@ class Following:
                     continue  # the opening task said it
                 ended = isinstance(event, ResponseCompleted | ResponseFailed)
                 yield event
+                if isinstance(event, ResponseCompleted) and event.approval_requests:
+                    # input-required is final on a stream, as message/stream ends it: the
+                    # run waits for a decision, which a message on the task makes.
+                    return
         if ended:
             return
         if follower.status == RunStatus.CANCELED:

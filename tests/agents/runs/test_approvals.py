@@ -869,6 +869,103 @@ def test_a2a_refuses_a_bad_decision_and_a_second_one_in_json_rpc(
     assert ran == {"look_up_order": 1, "refund_order": 1}
 
 
+async def _look(
+    port: int, token: str, name: str, task_id: str, version: str
+) -> tuple[pb.Task, list[pb.StreamResponse]]:
+    """The task as GetTask answers it, and every update a subscription to it yields."""
+    async with session(token) as http:
+        card = await A2ACardResolver(http, base(port, name)).get_agent_card()
+        kept = [i for i in card.supported_interfaces if i.protocol_version == version]
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(kept)
+        sdk = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+        task = await sdk.get_task(pb.GetTaskRequest(id=task_id))
+        updates = [u async for u in sdk.subscribe(pb.SubscribeToTaskRequest(id=task_id))]
+        return task, updates
+
+
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+def test_a2a_shows_a_waiting_task_input_required_and_a_rejection_resumes_it_running_nothing(
+    port: int, model: FakeOpenAI, shop: Agent, owner: Any, version: str
+) -> None:
+    model.script(*pause_turns(), Turn(text=["Not refunded."]))
+    ask = pb.Message(message_id="m-1", role=pb.ROLE_USER, parts=[pb.Part(text="Refund 7")])
+    [asked] = a2a_send(port, owner, shop, ask, version=version, streaming=False)
+    # Bounded so that a subscription that never closed fails here instead of hanging.
+    task, subscribed = asyncio.run(
+        asyncio.wait_for(_look(port, tok(owner), shop.name, asked.task.id, version), 60)
+    )
+    assert task.status.state == pb.TASK_STATE_INPUT_REQUIRED
+    [data] = [MessageToDict(p.data) for p in task.status.message.parts if p.HasField("data")]
+    [waiting] = data["approvalRequests"]
+    assert waiting["name"] == "refund_order"
+    assert "40" in waiting["arguments"]
+    # A subscription to a waiting task is its opening task, final: nothing comes until a
+    # decision, which a message on the task makes.
+    assert [u.task.status.state for u in subscribed] == [pb.TASK_STATE_INPUT_REQUIRED]
+
+    no = decisions_message(
+        task.id,
+        task.context_id,
+        {
+            "approvalRequestId": waiting["approvalRequestId"],
+            "decision": "reject",
+            "message": "Send a replacement instead.",
+        },
+    )
+    [went_on] = a2a_send(port, owner, shop, no, version=version, streaming=False)
+    assert (went_on.task.id, went_on.task.status.state) == (task.id, pb.TASK_STATE_COMPLETED)
+    assert went_on.task.artifacts[0].parts[0].text == "Not refunded."
+    assert ran == {"look_up_order": 1}  # the rejected refund never ran
+    [_, rejected] = [m for m in model.bodies[1]["messages"] if m["role"] == "tool"]
+    assert "Send a replacement instead." in rejected["content"]
+
+
+@pytest.mark.usefixtures("webhooks_on_loopback")
+def test_a2a_pushes_the_wait_input_required_and_then_the_end_to_the_tasks_config(
+    port: int,
+    model: FakeOpenAI,
+    shop: Agent,
+    owner: Any,
+    receiver: Receiver,  # noqa: F811
+) -> None:
+    model.script(*pause_turns(), Turn(text=["Refunded 40."]))
+    config = pb.TaskPushNotificationConfig(url=receiver.url, token="tok-1")
+    ask = pb.Message(message_id="m-1", role=pb.ROLE_USER, parts=[pb.Part(text="Refund 7")])
+
+    token, name = tok(owner), shop.name  # read here: the coroutine may not touch the database
+
+    async def send_with_config() -> list[pb.StreamResponse]:
+        async with session(token) as http:
+            card = await A2ACardResolver(http, base(port, name)).get_agent_card()
+            sdk = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
+            request = pb.SendMessageRequest(
+                message=ask,
+                configuration=pb.SendMessageConfiguration(task_push_notification_config=config),
+            )
+            return [update async for update in sdk.send_message(request)]
+
+    [asked] = asyncio.run(send_with_config())
+    deliver_all()
+    [waited] = [json.loads(got.body) for got in receiver.received]
+    status = waited["task"]["status"]
+    assert (waited["task"]["id"], status["state"]) == (asked.task.id, "TASK_STATE_INPUT_REQUIRED")
+    [data] = [part["data"] for part in status["message"]["parts"] if "data" in part]
+    [waiting] = data["approvalRequests"]
+    assert receiver.received[0].headers["X-A2A-Notification-Token"] == "tok-1"
+
+    yes = decisions_message(
+        asked.task.id,
+        asked.task.context_id,
+        {"approvalRequestId": waiting["approvalRequestId"], "decision": "approve"},
+    )
+    a2a_send(port, owner, shop, yes, version="1.0", streaming=False)
+    deliver_all()
+    states = [json.loads(got.body)["task"]["status"]["state"] for got in receiver.received]
+    assert states == ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"]
+    assert ran == {"look_up_order": 1, "refund_order": 1}
+
+
 # ---------------------------------------------------------------- MCP, with the mcp SDK client
 
 
