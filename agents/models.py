@@ -199,6 +199,13 @@ class AliasChange(models.Model):
     changed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # A gated alias's move (agents.evals.gates): the experiment that allowed it, or, forced
+    # past its gate by an AUDIT holder, why.
+    # Kept while the history names it (the history is append-only: migration 0011).
+    experiment = models.ForeignKey(
+        "Experiment", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    forced_reason = models.CharField(max_length=500, blank=True)
 
     class Meta:
         ordering = ["-changed_at", "-id"]
@@ -231,6 +238,11 @@ class LLMModel(models.Model):
     agent_types = ArrayField(models.CharField(max_length=10, choices=AgentType.choices))
     capabilities = ArrayField(models.CharField(max_length=40), default=list, blank=True)
     enabled = models.BooleanField(default=True)
+    # US dollars per million tokens; None: unknown, and a run's cost with it.
+    input_usd_per_mtok = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    output_usd_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True
+    )
 
     class Meta:
         ordering = ["provider", "id"]
@@ -638,3 +650,195 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} to {self.url} ({self.status})"
+
+
+# ---------------------------------------------------------------- evaluations
+# Datasets, experiments and gated aliases (docs/api.md#evaluations, agents.evals).
+
+
+class RunFeedback(models.Model):
+    """A person's thumbs up (1) or down (-1) on a run, with a comment: one per person."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="feedback")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    score = models.SmallIntegerField()
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "user"], name="run_feedback_one_per_user"),
+            models.CheckConstraint(
+                condition=models.Q(score__in=(1, -1)), name="run_feedback_score_thumb"
+            ),
+        ]
+
+
+class Dataset(models.Model):
+    """Cases to run an agent of `agent_type` on. Every change of its cases makes a new
+    revision (`revision`); cases are never rewritten, so a revision's cases stay what an
+    experiment ran."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="datasets")
+    name = models.CharField(max_length=100)
+    description = models.CharField(max_length=500, blank=True)
+    agent_type = models.CharField(max_length=10, choices=AgentType.choices)
+    revision = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    modified_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(
+                Lower("name"), "environment", name="dataset_name_ci_unique_per_environment"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(name__regex=NAME_PATTERN), name="dataset_name_format"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class DatasetCase(models.Model):
+    """One case, in the revisions from `added_in` up to (not with) `removed_in`. Editing a
+    case removes it and adds its new form, so both revisions keep theirs."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="cases")
+    position = models.PositiveIntegerField()  # its place in the dataset, kept across edits
+    input = models.JSONField()
+    expected = models.JSONField(null=True, blank=True)
+    metadata = models.JSONField(null=True, blank=True)
+    added_in = models.PositiveIntegerField()
+    removed_in = models.PositiveIntegerField(null=True, blank=True)
+    source_run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["dataset", "position", "added_in"]
+        indexes = [models.Index(fields=["dataset", "added_in"], name="dataset_case_revision")]
+
+
+class ExperimentStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+
+EXPERIMENT_ENDED = frozenset(
+    {ExperimentStatus.COMPLETED, ExperimentStatus.FAILED, ExperimentStatus.CANCELED}
+)
+
+
+class Experiment(models.Model):
+    """A version run on every case of a dataset's revision (`repetitions` times each) by
+    its requester, through the run path, and scored (agents.evals.runner)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="experiments")
+    version = models.ForeignKey(AgentVersion, on_delete=models.CASCADE, related_name="+")
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="experiments")
+    revision = models.PositiveIntegerField()
+    scorers = models.JSONField()  # as checked: [{"name", ...options}]
+    scorers_key = models.CharField(max_length=64)  # their digest: a gate reuses alike runs
+    repetitions = models.PositiveSmallIntegerField(default=1)
+    concurrency = models.PositiveSmallIntegerField(default=4)
+    requester = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status = models.CharField(
+        max_length=10, choices=ExperimentStatus.choices, default=ExperimentStatus.QUEUED
+    )
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    summary = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    # While queued or running: until when its slots are trusted to be at work; past it, any
+    # live process hands the experiment to workers again (agents.evals.runner).
+    lease_until = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["agent", "-created_at"], name="experiment_agent_recent")]
+
+    def __str__(self) -> str:
+        return f"experiment {self.pk} ({self.status})"
+
+
+class ResultStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    SCORED = "scored"
+    CANCELED = "canceled"
+
+
+class ExperimentResult(models.Model):
+    """One case's run in an experiment (one of its repetitions), and its scores."""
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="results")
+    case = models.ForeignKey(DatasetCase, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField()  # the case's, so results list in its order
+    repetition = models.PositiveSmallIntegerField(default=0)
+    status = models.CharField(
+        max_length=10, choices=ResultStatus.choices, default=ResultStatus.PENDING
+    )
+    attempts = models.PositiveSmallIntegerField(default=0)
+    lease_until = models.DateTimeField(null=True, blank=True, editable=False)
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    answer = models.TextField(blank=True)
+    tool_calls = models.JSONField(default=list, blank=True)  # [{"name", "arguments"}]
+    scores = models.JSONField(default=dict, blank=True)  # {scorer: {score, passed, reason}}
+    passed = models.BooleanField(null=True, blank=True)  # every applicable scorer passed
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    tokens_usage = models.JSONField(default=dict, blank=True)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["experiment", "position", "repetition"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["experiment", "case", "repetition"], name="experiment_result_once"
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["experiment", "id"],
+                name="experiment_result_pending",
+                condition=models.Q(status="pending"),
+            )
+        ]
+
+
+class AliasGate(models.Model):
+    """What an alias's version must pass on a dataset before the alias moves to it."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="alias_gates")
+    name = models.CharField(max_length=50)  # the alias's, set or not yet
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="gates")
+    scorers = models.JSONField()
+    thresholds = models.JSONField()  # {scorer: minimum mean score, 0–1}
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["agent", "name"]
+        constraints = [
+            models.UniqueConstraint(Lower("name"), "agent", name="alias_gate_one_per_alias"),
+        ]
