@@ -278,6 +278,10 @@ LIVENESS_THREAD = env.bool("LIVENESS_THREAD", default=True)
 # Celery worker, or without a broker by the web process: this many at once per process;
 # the others wait their turn, `queued` (agents.runs.detached).
 DETACHED_RUNS_CONCURRENCY = env.int("DETACHED_RUNS_CONCURRENCY", default=32)
+# Without a broker, experiments' slots (agents.evals.runner) are threads of the web process:
+# at most this many at once, whatever the experiments' `concurrency` (their runs take turns
+# in the runner above).
+EXPERIMENT_SLOTS = env.int("EXPERIMENT_SLOTS", default=8)
 # On SIGTERM a server or worker lets its live runs go on this long, then ends the rest
 # `failed` / `interrupted` (agentbuilder.shutdown). Whole seconds: the Makefile gives
 # uvicorn this plus 5 as its own limit for the other streams (followers, MCP sessions).

@@ -8,6 +8,7 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         from agentbuilder import access, asgi_mounts, shutdown
         from agents.access.provider import DocumentAccess, EnvironmentAccess
+        from agents.evals import runner as experiments
         from agents.runs import approvals, background, event_prune, leases, live
         from agents.webhooks import dispatch as webhooks
         from retrieval import access as retrieval_access
@@ -19,6 +20,7 @@ class AgentsConfig(AppConfig):
         approvals.register()  # waiting runs past their approvalTtl end approval_expired
         event_prune.register()  # run events past RUN_EVENTS_TTL, in the same passes
         webhooks.register()  # sends deliveries wherever leases are kept
+        experiments.register()  # experiments whose slots died: handed over again
         # The project package and the apps beside agents ask agentbuilder.access (retrieval
         # also retrieval.access); this app answers, so none of them imports agents.
         access.provide(EnvironmentAccess())

@@ -7,6 +7,7 @@ import uuid
 from celery import shared_task
 from django.db import connection
 
+from agents.evals import runner as experiments
 from agents.runs import background
 from agents.schedules.fire import schedule_fire
 from agents.schedules.services import TICK_TASK
@@ -34,3 +35,14 @@ def schedule_tick(schedule_id: str) -> str | None:
         # connection until its next tick, which the runs it queued may need now.
         connection.close()
     return None if run_id is None else str(run_id)
+
+
+# Not retried: a slot that dies leaves its case leased, and the experiments' sweep runs it
+# again or scores it failed (agents.evals.runner).
+@shared_task(name=experiments.TASK, ignore_result=True)
+def experiment_slot(experiment_id: str) -> int:
+    """One slot of an experiment: its pending cases, one at a time, until none is left."""
+    try:
+        return experiments.slot_run(uuid.UUID(experiment_id))
+    finally:
+        connection.close()

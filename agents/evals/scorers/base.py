@@ -71,7 +71,8 @@ class Scorer(Protocol):
     """One scorer, with its options. Returns None when the case gives it nothing to check
     (`contains` on a case without `expected.contains`): it then counts neither way."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def __call__(self, expected: Expected, observed: Observed) -> Score | None: ...
 

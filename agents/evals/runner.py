@@ -1,0 +1,513 @@
+"""Running an experiment (docs/architecture.md#experiments): slots that take its cases one
+at a time, run each through the run path and score it.
+
+- **Slots.** An experiment runs in `concurrency` slots: Celery tasks (`agents.experiment_slot`)
+  on any worker with a broker, else threads of this process. A slot claims the next
+  pending result row (`FOR UPDATE SKIP LOCKED`: two slots never take one case, and slots on
+  two workers share the experiment), runs its case as a run of the requester (protocol
+  `eval`, in the process's runner, agents.runs.detached, as a background run is run), reads
+  the run's record, scores it and writes the scores with the progress in one statement. The
+  slot that records the last case writes the summary and ends the experiment.
+- **Leases.** A slot leases the experiment and the case it runs (agentbuilder.liveness). A
+  case whose slot died is run again once (its run was closed `interrupted` by the runs'
+  sweep), then scored as failed; an experiment whose slots all died with cases pending is
+  handed to workers again by any live process's sweep. So an experiment ends, always.
+- **Cancel** (agents.evals.experiments) marks the pending cases canceled: a slot finds
+  nothing more to claim and stops.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import statistics
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from celery import current_app
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from agentbuilder import liveness
+from agentbuilder.errors import DomainError, Invalid
+from agents.evals.cases import expected_of, input_text
+from agents.evals.scorers.base import Observed, Score, Scorer, ToolCall, failed_run
+from agents.evals.scorers.registry import scorers_build
+from agents.models import (
+    Experiment,
+    ExperimentResult,
+    ExperimentStatus,
+    LLMModel,
+    ResultStatus,
+    Run,
+    RunStatus,
+)
+from agents.protocols.native.request import InvokeRequest, runtime_messages
+from agents.runs import detached
+from agents.runs.request import CHAT_TYPES, TASK_TYPES, RunRequest
+from agents.runs.start import Invocation, invocation_start
+
+logger = logging.getLogger(__name__)
+
+TASK = "agents.experiment_slot"
+PROTOCOL = "eval"  # as an experiment's runs name their protocol
+EXPERIMENTS, RESULTS = "experiments", "experiment-results"
+# A case whose slot died is run once more; then it is scored as failed.
+MAX_ATTEMPTS = 2
+INTERRUPTED = "the process running this case stopped (twice)"
+
+
+def register() -> None:
+    liveness.register(EXPERIMENTS, renew=_renew_experiments, sweep=experiments_sweep)
+    liveness.register(RESULTS, renew=_renew_results, sweep=lambda: None)
+
+
+# ---------------------------------------------------------------- dispatch
+
+
+def experiment_dispatch(experiment: Experiment) -> None:
+    """Hand the experiment's slots to workers (to this process's slot threads without a
+    broker). A broker that refuses them leaves the experiment to the sweep."""
+    slots = min(experiment.concurrency, max(experiment.total, 1))
+    for _ in range(slots):
+        if settings.CELERY_TASK_ALWAYS_EAGER:
+            _pool().submit(_slot_in_thread, experiment.pk)
+            continue
+        try:
+            current_app.send_task(TASK, args=[str(experiment.pk)])
+        except Exception:
+            logger.warning(
+                "experiment %s: the broker refused a slot; the sweep retries", experiment.pk
+            )
+            return
+
+
+def experiment_run_here(experiment: Experiment) -> None:
+    """Run the experiment to its end in this process, in its `concurrency` slots (a gate's
+    move, `manage.py agents eval`): returns when every case has been run or canceled."""
+    slots = min(experiment.concurrency, max(experiment.total, 1))
+    with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="experiment-here") as pool:
+        for done in [pool.submit(_slot_in_thread, experiment.pk) for _ in range(slots)]:
+            done.result()
+
+
+@functools.cache
+def _pool() -> ThreadPoolExecutor:
+    # Slots wait on their runs (run in the process's runner): threads, not cores.
+    return ThreadPoolExecutor(
+        max_workers=int(settings.EXPERIMENT_SLOTS), thread_name_prefix="experiment-slot"
+    )
+
+
+def _slot_in_thread(experiment_id: uuid.UUID) -> int:
+    try:
+        return slot_run(experiment_id)
+    except Exception:
+        logger.exception("experiment %s: a slot broke", experiment_id)
+        raise
+    finally:
+        connection.close()  # the slot's thread keeps no connection between experiments
+
+
+# ---------------------------------------------------------------- a slot
+
+
+@dataclass(frozen=True)
+class _Setup:
+    experiment: Experiment
+    scorers: list[Scorer]
+    prices: tuple[Decimal, Decimal] | None  # USD per million input, output tokens
+
+
+@dataclass(frozen=True)
+class _Item:
+    id: int
+    case_input: dict[str, Any]
+    expected: dict[str, Any] | None
+
+
+def slot_run(experiment_id: uuid.UUID) -> int:
+    """One slot: claim and run the experiment's pending cases until none is left; the
+    number it ran."""
+    setup = _setup(experiment_id)
+    if setup is None:
+        return 0
+    liveness.hold(EXPERIMENTS, experiment_id)
+    ran = 0
+    try:
+        while (item := _claim(experiment_id)) is not None:
+            liveness.hold(RESULTS, item.id)
+            try:
+                _run_case(setup, item)
+            finally:
+                liveness.release(RESULTS, item.id)
+            ran += 1
+    finally:
+        liveness.release(EXPERIMENTS, experiment_id)
+    return ran
+
+
+def _setup(experiment_id: uuid.UUID) -> _Setup | None:
+    """The experiment, `running` from now; None when it has ended or is gone."""
+    with transaction.atomic():
+        experiment = (
+            Experiment.objects.select_for_update(of=("self",))
+            .select_related("agent__environment", "version", "requester")
+            .filter(
+                pk=experiment_id,
+                status__in=[ExperimentStatus.QUEUED, ExperimentStatus.RUNNING],
+            )
+            .first()
+        )
+        if experiment is None:
+            return None
+        if experiment.requester is None:  # deleted since: nobody to run the cases as
+            Experiment.objects.filter(pk=experiment_id).update(
+                status=ExperimentStatus.FAILED,
+                completed_at=Now(),
+                lease_until=None,
+                error={"message": "the experiment's requester was deleted before it ran"},
+            )
+            experiment.results.filter(status=ResultStatus.PENDING).update(
+                status=ResultStatus.CANCELED
+            )
+            return None
+        if experiment.status == ExperimentStatus.QUEUED:
+            experiment.status = ExperimentStatus.RUNNING
+            Experiment.objects.filter(pk=experiment_id).update(
+                status=ExperimentStatus.RUNNING, started_at=Now()
+            )
+    return _Setup(experiment, scorers_build(experiment.scorers), _prices(experiment))
+
+
+def _prices(experiment: Experiment) -> tuple[Decimal, Decimal] | None:
+    model_id = (experiment.version.config or {}).get("llmModelId")
+    model = LLMModel.objects.filter(pk=model_id).values_list(
+        "input_usd_per_mtok", "output_usd_per_mtok"
+    )
+    found = model.first()
+    if found is None or found[0] is None or found[1] is None:
+        return None
+    return found[0], found[1]
+
+
+@functools.cache
+def _claim_sql() -> str:
+    quote = connection.ops.quote_name
+    results = quote(ExperimentResult._meta.db_table)
+    cases = quote(ExperimentResult._meta.get_field("case").related_model._meta.db_table)
+    # Names from the models' metadata; every value is a parameter.
+    return f"""
+        WITH claimed AS (
+            UPDATE {results} r
+            SET status = %(running)s, attempts = r.attempts + 1,
+                lease_until = STATEMENT_TIMESTAMP() + %(lease)s
+            FROM (
+                SELECT p.id FROM {results} p
+                WHERE p.experiment_id = %(experiment)s AND p.status = %(pending)s
+                ORDER BY p.id LIMIT 1
+                FOR UPDATE SKIP LOCKED
+            ) next
+            WHERE r.id = next.id
+            RETURNING r.id, r.case_id
+        )
+        SELECT c.id, d.input, d.expected FROM claimed c JOIN {cases} d ON d.id = c.case_id
+    """  # noqa: S608
+
+
+def _claim(experiment_id: uuid.UUID) -> _Item | None:
+    params: dict[str, Any] = {
+        "experiment": experiment_id,
+        "pending": ResultStatus.PENDING.value,
+        "running": ResultStatus.RUNNING.value,
+        "lease": timedelta(seconds=liveness.lease_seconds()),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_claim_sql(), params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    item_id, case_input, expected = row
+    return _Item(item_id, _json(case_input), _json(expected))
+
+
+def _json(value: Any) -> Any:
+    # psycopg hands jsonb to Django's raw cursors as text.
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _run_case(setup: _Setup, item: _Item) -> None:
+    experiment = setup.experiment
+    run_id, refused = _run(experiment, item)
+    run = None if run_id is None else Run.objects.filter(pk=run_id).first()
+    observed = _observed(run, refused, item.case_input, setup.prices)
+    expected = expected_of(item.expected)
+    scores: dict[str, Score] = {}
+    for scorer in setup.scorers:
+        score = failed_run(observed) or scorer(expected, observed)
+        if score is not None:
+            scores[scorer.name] = score
+    _record(experiment.pk, item.id, run, observed, scores)
+
+
+def _run(experiment: Experiment, item: _Item) -> tuple[uuid.UUID | None, str | None]:
+    """Run the case to its end in this process's runner: the run's id (None when the call
+    was refused before any run existed) and why it was refused."""
+    request = _request(experiment, item.case_input)
+    started: dict[str, Any] = {}
+
+    def claim() -> Invocation | None:
+        try:
+            invocation = invocation_start(request)
+        except (DomainError, Invalid) as exc:  # its run, if any, is recorded failed
+            started["run_id"], started["refused"] = getattr(exc, "run_id", None), str(exc)
+            return None
+        started["run_id"] = invocation.run_id
+        return invocation
+
+    detached.runner().submit(uuid.uuid4(), claim).result()
+    return started.get("run_id"), started.get("refused")
+
+
+def _request(experiment: Experiment, case_input: dict[str, Any]) -> RunRequest:
+    agent = experiment.agent
+    assert experiment.requester is not None  # a deleted requester's experiment is failed
+    fields: dict[str, Any] = {}
+    agent_types: tuple[str, ...]
+    if agent.agent_type in TASK_TYPES:
+        fields["inputs"], agent_types = case_input.get("inputs", {}), TASK_TYPES
+    else:
+        body = InvokeRequest.model_validate({"messages": case_input.get("messages", [])})
+        fields["messages"], agent_types = runtime_messages(body), CHAT_TYPES
+    return RunRequest(
+        user=experiment.requester,
+        environment=agent.environment,
+        agent_id=agent.pk,
+        version_ref=str(experiment.version.number),
+        protocol=PROTOCOL,
+        route="experiment",
+        agent_types=agent_types,
+        **fields,
+    )
+
+
+def _observed(
+    run: Run | None,
+    refused: str | None,
+    case_input: dict[str, Any],
+    prices: tuple[Decimal, Decimal] | None,
+) -> Observed:
+    asked = input_text(case_input)
+    if run is None:
+        return Observed(answer="", failed=refused or "the run was refused", input_text=asked)
+    output = run.output
+    sources: list[str] = []
+    if isinstance(output, dict) and "customOutputs" in output:
+        nodes = (output.get("customOutputs") or {}).get("sourceNodes") or []
+        sources = list(dict.fromkeys(str(n.get("docId")) for n in nodes if n.get("docId")))
+        output = output.get("answer")
+    answer = output if isinstance(output, str) else "" if output is None else json.dumps(output)
+    calls = tuple(
+        ToolCall(s.get("name", ""), _arguments(s.get("arguments")))
+        for s in run.steps or []
+        if s.get("type") == "tool_call" and "parent" not in s
+    )
+    failed = None
+    if run.status != RunStatus.COMPLETED:
+        error = run.error or {}
+        failed = f"{run.status}: {error.get('message') or error.get('code') or run.status}"
+    return Observed(
+        answer=answer,
+        output=output,
+        tool_calls=calls,
+        source_doc_ids=tuple(sources),
+        latency_ms=run.latency_ms,
+        cost_usd=_cost(run.tokens_usage or {}, prices),
+        failed=failed,
+        input_text=asked,
+    )
+
+
+def _arguments(text: Any) -> dict[str, Any]:
+    if isinstance(text, dict):
+        return text
+    try:
+        value = json.loads(text or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _cost(usage: dict[str, Any], prices: tuple[Decimal, Decimal] | None) -> float | None:
+    if prices is None:
+        return None
+    spent = (
+        Decimal(usage.get("input_tokens", 0)) * prices[0]
+        + Decimal(usage.get("output_tokens", 0)) * prices[1]
+    )
+    return float(spent / Decimal(1_000_000))
+
+
+def _record(
+    experiment_id: uuid.UUID,
+    item_id: int,
+    run: Run | None,
+    observed: Observed,
+    scores: dict[str, Score],
+) -> None:
+    """The case's scores and the experiment's progress, together; the summary and the end
+    with the last case."""
+    passed = all(s.passed for s in scores.values()) if scores else None
+    with transaction.atomic():
+        recorded = ExperimentResult.objects.filter(pk=item_id, status=ResultStatus.RUNNING).update(
+            status=ResultStatus.SCORED,
+            run=run,
+            answer=observed.answer,
+            tool_calls=[{"name": c.name, "arguments": c.arguments} for c in observed.tool_calls],
+            scores={name: s.as_json() for name, s in scores.items()},
+            passed=passed,
+            latency_ms=observed.latency_ms,
+            tokens_usage=(run.tokens_usage if run is not None else {}) or {},
+            cost_usd=None if observed.cost_usd is None else Decimal(str(observed.cost_usd)),
+            error=None if observed.failed is None else {"message": observed.failed},
+            lease_until=None,
+        )
+        if not recorded:  # canceled, or taken for lost and handed over meanwhile
+            return
+        _progressed(experiment_id)
+
+
+def _progressed(experiment_id: uuid.UUID) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {connection.ops.quote_name(Experiment._meta.db_table)} "  # noqa: S608
+            "SET done = done + 1 WHERE id = %s RETURNING done, total, status",
+            [experiment_id],
+        )
+        done, total, status = cursor.fetchone()
+    if done >= total and status == ExperimentStatus.RUNNING:
+        experiment_summarize(experiment_id, end=ExperimentStatus.COMPLETED)
+    elif status == ExperimentStatus.CANCELED:
+        experiment_summarize(experiment_id)
+
+
+def experiment_summarize(experiment_id: uuid.UUID, end: str | None = None) -> None:
+    """Write the experiment's summary from its scored cases (and end it `end`)."""
+    rows = list(
+        ExperimentResult.objects.filter(
+            experiment_id=experiment_id, status=ResultStatus.SCORED
+        ).values_list("scores", "passed", "latency_ms", "tokens_usage", "cost_usd", "error")
+    )
+    update: dict[str, Any] = {"summary": summary_of(rows)}
+    if end is not None:
+        update |= {"status": end, "completed_at": Now(), "lease_until": None}
+        Experiment.objects.filter(pk=experiment_id, status=ExperimentStatus.RUNNING).update(
+            **update
+        )
+    else:
+        Experiment.objects.filter(pk=experiment_id).update(**update)
+
+
+def summary_of(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """Per scorer its mean and pass rate over the cases it applied to; the pass rate of
+    whole cases; latency percentiles; tokens and cost summed (cost None when no case's is
+    known)."""
+    per: dict[str, list[tuple[float, bool]]] = {}
+    latencies, costs = [], []
+    tokens = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+    decided, passed, errors = 0, 0, 0
+    for scores, case_passed, latency, usage, cost, error in rows:
+        for name, s in (scores or {}).items():
+            per.setdefault(name, []).append((float(s["score"]), bool(s["passed"])))
+        if case_passed is not None:
+            decided += 1
+            passed += bool(case_passed)
+        if latency is not None:
+            latencies.append(latency)
+        if cost is not None:
+            costs.append(Decimal(cost))
+        for key in tokens:
+            tokens[key] += int((usage or {}).get(key, 0))
+        errors += error is not None
+    return {
+        "scorers": {
+            name: {
+                "mean": round(sum(v for v, _ in values) / len(values), 4),
+                "passRate": round(sum(p for _, p in values) / len(values), 4),
+                "cases": len(values),
+            }
+            for name, values in per.items()
+        },
+        "passRate": round(passed / decided, 4) if decided else None,
+        "latencyMs": {"p50": _percentile(latencies, 50), "p95": _percentile(latencies, 95)},
+        "tokensUsage": tokens,
+        "costUsd": float(sum(costs)) if costs else None,
+        "cases": len(rows),
+        "errors": errors,
+    }
+
+
+def _percentile(values: list[int], p: int) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return float(values[0])
+    # The "inclusive" method: a percentile within the values seen, as dashboards draw it.
+    return round(statistics.quantiles(values, n=100, method="inclusive")[p - 1], 1)
+
+
+# ---------------------------------------------------------------- leases and sweep
+
+
+def _renew_experiments(ids: Any) -> None:
+    Experiment.objects.filter(
+        pk__in=list(ids), status__in=[ExperimentStatus.QUEUED, ExperimentStatus.RUNNING]
+    ).update(lease_until=liveness.lease_expiry())
+
+
+def _renew_results(ids: Any) -> None:
+    ExperimentResult.objects.filter(pk__in=list(ids), status=ResultStatus.RUNNING).update(
+        lease_until=liveness.lease_expiry()
+    )
+
+
+def experiments_sweep() -> None:
+    """Cases whose slot died: run again, or (their second time) scored as failed; then
+    experiments with cases left and no live slot: handed to workers again."""
+    lapsed = ExperimentResult.objects.filter(status=ResultStatus.RUNNING, lease_until__lt=Now())
+    lapsed.filter(attempts__lt=MAX_ATTEMPTS).update(status=ResultStatus.PENDING, lease_until=None)
+    interrupted = Observed(answer="", failed=INTERRUPTED)
+    for item_id, experiment_id, specs in lapsed.filter(attempts__gte=MAX_ATTEMPTS).values_list(
+        "pk", "experiment_id", "experiment__scorers"
+    ):
+        failed = failed_run(interrupted)
+        assert failed is not None
+        scores = {scorer.name: failed for scorer in scorers_build(specs)}
+        _record(experiment_id, item_id, None, interrupted, scores)
+    with transaction.atomic():
+        stalled = list(
+            Experiment.objects.select_for_update(skip_locked=True).filter(
+                status__in=[ExperimentStatus.QUEUED, ExperimentStatus.RUNNING],
+                lease_until__lt=Now(),
+            )[:100]
+        )
+        for experiment in stalled:
+            experiment.lease_until = _queue_lease()
+        Experiment.objects.bulk_update(stalled, ["lease_until"])
+    for experiment in stalled:
+        if experiment.results.filter(status=ResultStatus.PENDING).exists():
+            logger.info("experiment %s: no live slot, cases left: handed over again", experiment.pk)
+            experiment_dispatch(experiment)
+        elif not experiment.results.filter(status=ResultStatus.RUNNING).exists():
+            experiment_summarize(experiment.pk, end=ExperimentStatus.COMPLETED)
+
+
+def _queue_lease() -> Any:
+    return timezone.now() + timedelta(seconds=float(settings.RUN_QUEUE_LEASE_SECONDS))
