@@ -54,6 +54,9 @@ class FileRefused(Exception):
     def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
         at = f"line {line}, column {column}: " if line is not None else ""
         super().__init__(f"{at}{message}")
+        self.message = message
+        self.line = line
+        self.column = column
 
 
 class _Refused(yaml.MarkedYAMLError):
@@ -126,6 +129,38 @@ def yaml_load(text: str) -> Any:
     except yaml.YAMLError as exc:
         raise FileRefused(f"not valid YAML: {exc}") from None
     check_json(data, ())
+    return data
+
+
+def yaml_compose(text: str) -> yaml.Node | None:
+    """The document of `text` composed but not built, refused as yaml_load refuses (raises
+    FileRefused): its nodes know their lines, for errors that name one (a dataset file's
+    cases). None for an empty document."""
+    loader = _Loader(text)
+    try:
+        return loader.get_single_node()
+    except _Refused as exc:
+        raise _located(str(exc.problem), exc.problem_mark) from None
+    except yaml.MarkedYAMLError as exc:
+        context = f" ({exc.context})" if exc.context else ""
+        raise _located(f"not valid YAML: {exc.problem}{context}", exc.problem_mark) from None
+    except yaml.YAMLError as exc:
+        raise FileRefused(f"not valid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+
+
+def yaml_construct(node: yaml.Node, loc: Loc) -> Any:
+    """The data of a node yaml_compose made; raises FileRefused (a tag YAML-safe loading
+    does not build) and Invalid at `loc` for text the database cannot hold."""
+    loader = _Loader("")
+    try:
+        data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        raise _located(f"not valid YAML: {exc.problem}", exc.problem_mark) from None
+    finally:
+        loader.dispose()
+    check_json(data, loc)
     return data
 
 
