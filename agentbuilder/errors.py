@@ -29,6 +29,11 @@ class NotFound(DomainError):
 class Conflict(DomainError):
     status = 409
 
+    def __init__(self, detail: str, **context: Any) -> None:
+        super().__init__(detail)
+        # What the answer carries beside `detail` (a gate's failing cases), camelCase.
+        self.context = context
+
 
 class PermissionDenied(DomainError):
     status = 403

@@ -674,6 +674,9 @@ class RunFeedback(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{'+1' if self.score > 0 else '-1'} on run {self.run_id}"
+
 
 class Dataset(models.Model):
     """Cases to run an agent of `agent_type` on. Every change of its cases makes a new
@@ -726,6 +729,9 @@ class DatasetCase(models.Model):
     class Meta:
         ordering = ["dataset", "position", "added_in"]
         indexes = [models.Index(fields=["dataset", "added_in"], name="dataset_case_revision")]
+
+    def __str__(self) -> str:
+        return f"case {self.position} of {self.dataset_id}"
 
 
 class ExperimentStatus(models.TextChoices):
@@ -823,6 +829,9 @@ class ExperimentResult(models.Model):
             )
         ]
 
+    def __str__(self) -> str:
+        return f"case {self.position} #{self.repetition} of {self.experiment_id} ({self.status})"
+
 
 class AliasGate(models.Model):
     """What an alias's version must pass on a dataset before the alias moves to it."""
@@ -842,3 +851,6 @@ class AliasGate(models.Model):
         constraints = [
             models.UniqueConstraint(Lower("name"), "agent", name="alias_gate_one_per_alias"),
         ]
+
+    def __str__(self) -> str:
+        return f"gate of {self.name}"

@@ -354,6 +354,8 @@ CONFLICTS = [
     # A request decided already, or a run that waits no more (expired, canceled).
     ("post", "/v1/runs/{runId}/approvals"),
     ("post", PROCESS),  # the same, through an mcp_approval_response
+    # A gated alias's move its gate refused (docs/api.md#gated-aliases).
+    ("put", "/v1/agents/{agentId}/aliases/{name}"),
 ]
 
 

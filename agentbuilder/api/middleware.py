@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -15,6 +16,8 @@ UPLOAD_PATHS = ("/v1/documents",)
 # The admin's upload form (retrieval/admin/upload.py) sends several files in one body.
 ADMIN_UPLOAD_PATHS = ("/admin/retrieval/document/add",)
 ADMIN_UPLOAD_DOCUMENTS = 4  # of DOCUMENT_MAX_BYTES each, in one body
+# A dataset's cases, up to 10,000 a call (agents.evals.cases), as JSON or JSON Lines.
+DATASET_CASES_PATH = re.compile(r"/v1/datasets/[^/]+/cases")
 
 
 def max_body_bytes(path: str) -> int:
@@ -23,6 +26,8 @@ def max_body_bytes(path: str) -> int:
         return int(settings.DOCUMENT_MAX_BYTES) + 64 * 1024
     if path in ADMIN_UPLOAD_PATHS:
         return ADMIN_UPLOAD_DOCUMENTS * int(settings.DOCUMENT_MAX_BYTES) + 64 * 1024
+    if DATASET_CASES_PATH.fullmatch(path):
+        return int(settings.DATASET_MAX_BODY_BYTES)
     return int(settings.API_MAX_BODY_BYTES)
 
 

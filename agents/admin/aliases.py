@@ -20,9 +20,10 @@ from django.urls import reverse
 from agentbuilder.errors import DomainError, Invalid
 from agentbuilder.users import User, request_user
 from agents.access.permissions import Action, agents_with
+from agents.evals.gates import alias_move
 from agents.models import Agent
 from agents.selectors.aliases import alias_history, alias_list
-from agents.services.aliases import alias_delete, alias_roll_back, alias_set
+from agents.services.aliases import alias_delete, alias_roll_back
 
 HISTORY_SHOWN = 50
 
@@ -106,7 +107,7 @@ def _apply(request: HttpRequest, agent: Agent) -> tuple[bool, PromoteForm]:
             if not form.is_valid():
                 return False, form
             name, number = form.cleaned_data["name"], form.cleaned_data["version"]
-            alias = alias_set(
+            alias = alias_move(
                 user=request_user(request),
                 agent=agent,
                 name=name,

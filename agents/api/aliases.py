@@ -18,9 +18,10 @@ from agentbuilder.api.views import ENVIRONMENT, render
 from agents.access.permissions import Action
 from agents.api import schemas as s
 from agents.api.views import AGENT_ID, AgentScopedView
+from agents.evals.gates import alias_move
 from agents.models import ALIAS_PATTERN
 from agents.selectors.aliases import alias_history, alias_list
-from agents.services.aliases import alias_delete, alias_set
+from agents.services.aliases import alias_delete
 
 ALIAS_NAME = OpenApiParameter(
     "name",
@@ -48,8 +49,13 @@ class _AliasWrites(AgentScopedView):
     def _set(self, agent_id: str, name: str) -> Response:
         agent = self._agent(agent_id, Action.EDIT)
         body = self.body(s.AliasSet)
-        alias = alias_set(
-            user=self.request.user, agent=agent, name=name, version_number=body.version
+        alias = alias_move(
+            user=self.request.user,
+            agent=agent,
+            name=name,
+            version_number=body.version,
+            force=body.force,
+            reason=body.reason,
         )
         return render(s.AliasOut.of(alias))
 
@@ -60,6 +66,8 @@ class _AliasWrites(AgentScopedView):
 
 
 class AliasDetailView(_AliasWrites):
+    conflicts = True  # a gated alias's move refused by its gate
+
     @extend_schema(
         operation_id="aliases_set",
         parameters=[AGENT_ID, ALIAS_NAME, ENVIRONMENT],
@@ -69,7 +77,11 @@ class AliasDetailView(_AliasWrites):
         summary="Point an alias at a version: create it, or move it",
         description="Creating, moving and deleting are each recorded in the alias history. "
         "Setting an alias to the version it already names changes nothing. A version the "
-        'agent does not have is refused at `["body", "version"]`.',
+        'agent does not have is refused at `["body", "version"]`. A gated alias '
+        "(docs/api.md#gated-aliases) moves only when the version passes its gate: the gate's "
+        "experiment is run (or a completed one of the same version, dataset revision and "
+        "scorers reused) and a missed threshold is a 409 with `experimentId`, `misses` and "
+        "`failingCases`; `force: true` with a `reason` skips the gate and needs AUDIT.",
     )
     def put(self, request: Request, agentId: str, name: str) -> Response:
         return self._set(agentId, name)

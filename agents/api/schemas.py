@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import Field, SkipValidation
+from pydantic import Field, SkipValidation, StrictBool
 
 from agentbuilder.api.pagination import PageQuery, Pagination
 from agentbuilder.users import User
@@ -68,6 +68,12 @@ class BatchGet(CamelModel):
 
 class AliasSet(CamelModel):
     version: int = Field(ge=1, le=2**31 - 1, description="The number of the version to point at.")
+    force: StrictBool = Field(
+        False,
+        description="Move a gated alias without its gate (needs AUDIT on the agent and a "
+        "`reason`, kept in the alias history).",
+    )
+    reason: str = Field("", max_length=500, description="Why a forced move was forced.")
 
 
 class AliasHistoryQuery(PageQuery):
@@ -258,6 +264,12 @@ class AliasChangeOut(OutputModel):
     to_version: int | None = Field(description="null when the change deleted the alias.")
     changed_at: datetime
     changed_by: str | None
+    experiment_id: UUID | None = Field(
+        description="A gated alias's move: the experiment that passed its gate."
+    )
+    forced_reason: str | None = Field(
+        description="A move forced past the alias's gate: why (null otherwise)."
+    )
 
     @classmethod
     def of(cls, change: AliasChange) -> AliasChangeOut:
@@ -267,6 +279,8 @@ class AliasChangeOut(OutputModel):
             to_version=change.to_version.number if change.to_version else None,
             changed_at=change.changed_at,
             changed_by=_username(change.changed_by),
+            experiment_id=change.experiment_id,
+            forced_reason=change.forced_reason or None,
         )
 
 

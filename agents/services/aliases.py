@@ -6,9 +6,9 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from agentbuilder.errors import Invalid, Loc, NotFound
+from agentbuilder.errors import Conflict, Invalid, Loc, NotFound
 from agentbuilder.users import User
-from agents.models import Agent, AliasChange, VersionAlias
+from agents.models import Agent, AliasChange, AliasGate, Experiment, VersionAlias
 from agents.selectors.aliases import alias_name_problem
 from agents.services.agents import agent_locked
 
@@ -28,10 +28,16 @@ def alias_set(
     version_number: int,
     name_loc: Loc = ("path", "name"),
     version_loc: Loc = ("body", "version"),
+    allowed_by: Experiment | None = None,
+    forced_reason: str = "",
+    ungated: bool = False,
 ) -> VersionAlias:
     """Point alias `name` of `agent` at its version `version_number`, creating or moving
-    it, and record the change (none when it already points there). Raises Invalid (the
-    name at `name_loc`, an unknown version at `version_loc`) or NotFound."""
+    it, and record the change (none when it already points there). A gated alias moves
+    only with the experiment that passed its gate (`allowed_by`, agents.evals.gates), a
+    forced move's reason, or `ungated` (a roll-back, to where it pointed before). Raises
+    Invalid (the name at `name_loc`, an unknown version at `version_loc`), NotFound or
+    Conflict (gated)."""
     _alias_name(name, name_loc)
     locked = agent_locked(agent)
     version = locked.versions.filter(number=version_number).defer("config").first()
@@ -42,6 +48,13 @@ def alias_set(
     before = alias.version if alias else None
     if alias is not None and before == version:
         return alias
+    gated = AliasGate.objects.filter(agent=locked, name__iexact=name).exists()
+    allowed = allowed_by is not None and allowed_by.version_id == version.pk
+    if gated and not (allowed or forced_reason or ungated):
+        raise Conflict(
+            f"Alias '{name}' is gated: move it through its gate (PUT "
+            f"/v1/agents/{locked.pk}/aliases/{name} runs it), or force the move with a reason."
+        )
     now = timezone.now()
     if alias is None:
         alias = VersionAlias(agent=locked, name=name)
@@ -54,6 +67,8 @@ def alias_set(
         to_version=version,
         changed_at=now,
         changed_by=user,
+        experiment=allowed_by if gated else None,
+        forced_reason=forced_reason,
     )
     return alias
 
@@ -78,12 +93,14 @@ def alias_roll_back(
     )
     if last is None or last.from_version is None:
         raise Invalid.at(name_loc, f"alias '{alias.name}' has no earlier version to go back to")
+    # Not gated: the way back when a version that passed the gate misbehaves in use.
     return alias_set(
         user=user,
         agent=locked,
         name=alias.name,
         version_number=last.from_version.number,
         name_loc=name_loc,
+        ungated=True,
     )
 
 

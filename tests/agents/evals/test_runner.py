@@ -13,7 +13,7 @@ from agents.access.permissions import Action, grant
 from agents.evals import runner
 from agents.evals.experiments import ExperimentSpec, experiment_start
 from agents.evals.services import cases_add, dataset_create
-from agents.models import Agent, Experiment, ExperimentResult, Run
+from agents.models import Agent, ExperimentResult, Run
 from tests.factories import UserFactory
 
 pytestmark = [
