@@ -174,7 +174,7 @@ def _yaml(text: str, agent_type: str) -> Iterator[FileCase]:
     try:
         node = yaml_compose(text)
     except FileRefused as exc:
-        raise _refused(exc) from None
+        raise yaml_refused(exc, FILE) from None
     if node is None:
         return
     if node.tag.endswith(":map"):
@@ -192,14 +192,15 @@ def _yaml(text: str, agent_type: str) -> Iterator[FileCase]:
         try:
             data = yaml_construct(item, loc)
         except FileRefused as exc:
-            raise _refused(exc) from None
+            raise yaml_refused(exc, FILE) from None
         yield _object(data, loc)
 
 
-def _refused(exc: FileRefused) -> Invalid:
+def yaml_refused(exc: FileRefused, loc: Loc) -> Invalid:
+    """A YAML text's refusal at its line under `loc`."""
     if exc.line is None:
-        return Invalid.at(FILE, exc.message)
-    return Invalid.at((*FILE, "line", exc.line), f"column {exc.column}: {exc.message}")
+        return Invalid.at(loc, exc.message)
+    return Invalid.at((*loc, "line", exc.line), f"column {exc.column}: {exc.message}")
 
 
 # ---------------------------------------------------------------- CSV

@@ -1,0 +1,461 @@
+"""A promptfoo configuration imported (docs/api.md#importing-a-promptfoo-configuration): its
+tests as cases that pass case_check, its assertions as expected fields and scorers, what
+does not carry over as warnings at its path, and bad input refused at its path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentbuilder.errors import Invalid
+from agents.evals.cases import case_check
+from agents.evals.promptfoo import PromptfooImport, promptfoo_import
+from agents.evals.promptfoo_asserts import catalog_model
+
+# As promptfoo's examples write them: prompts, providers, a defaultTest, tests with vars
+# and assertions of the deterministic kinds, and a few that do not carry over.
+SUPPORT_BOT = """
+description: Acme support bot
+prompts:
+  - |-
+    You are a support agent for {{company}}. Answer the customer briefly.
+    Customer: {{question}}
+providers:
+  - openai:gpt-4o-mini
+  - bedrock:anthropic.claude-3-haiku-20240307-v1:0
+defaultTest:
+  vars:
+    company: Acme
+  options:
+    provider: openai:chat:gpt-4o-mini
+  assert:
+    - type: llm-rubric
+      value: is polite and does not promise a refund it cannot give
+    - type: latency
+      threshold: 3000
+tests:
+  - description: refund window
+    vars:
+      question: Can I get a refund after two weeks?
+    metadata:
+      area: billing
+    assert:
+      - type: contains
+        value: 30 days
+      - type: not-contains
+        value: guaranteed
+  - description: order status
+    vars:
+      question:
+        - Where is my order?
+        - Track my package
+    assert:
+      - type: contains-any
+        value: [tracking number, order number]
+      - type: javascript
+        value: output.length < 500
+  - vars:
+      question: What is your phone number?
+    assert:
+      - type: regex
+        value: '\\d{3}-\\d{4}'
+      - type: not-contains-any
+        value: [email, fax]
+  - vars:
+      question: Reply with our hours as JSON
+    assert:
+      - type: is-json
+        value:
+          type: object
+          required: [open, close]
+      - type: similar
+        value: 9 to 5
+        threshold: 0.8
+"""
+
+
+def imported(config: str, agent_type: str = "tool", **options: Any) -> PromptfooImport:
+    result = promptfoo_import(config, agent_type=agent_type, **options)
+    for i, case in enumerate(result.cases):  # what cases_add would check
+        case_check(case, agent_type=agent_type, loc=("body", i))
+    return result
+
+
+def refused(config: str, agent_type: str = "tool", **options: Any) -> tuple[list[Any], str]:
+    with pytest.raises(Invalid) as raised:
+        promptfoo_import(config, agent_type=agent_type, **options)
+    [error] = raised.value.errors
+    return list(error.loc), error.msg
+
+
+def warnings(result: PromptfooImport) -> dict[tuple[Any, ...], str]:
+    return {w.loc: w.msg for w in result.warnings}
+
+
+def test_a_support_bot_configuration_becomes_cases_and_scorers() -> None:
+    result = imported(SUPPORT_BOT)
+    assert len(result.cases) == 5  # the order test's question list makes two
+    first = result.cases[0]
+    assert first["input"] == {
+        "messages": [
+            {
+                "role": "user",
+                "content": "You are a support agent for Acme. Answer the customer briefly.\n"
+                "Customer: Can I get a refund after two weeks?",
+            }
+        ]
+    }
+    assert first["expected"] == {"contains": ["30 days"], "notContains": ["guaranteed"]}
+    assert first["metadata"] == {
+        "area": "billing",
+        "description": "refund window",
+        "vars": {"company": "Acme", "question": "Can I get a refund after two weeks?"},
+    }
+    orders = result.cases[1:3]
+    assert [c["metadata"]["vars"]["question"] for c in orders] == [
+        "Where is my order?",
+        "Track my package",
+    ]
+    assert orders[0]["expected"] == {"regex": "tracking number|order number"}
+    assert result.cases[3]["expected"] == {
+        "regex": "\\d{3}-\\d{4}",
+        "notContains": ["email", "fax"],
+    }
+    assert result.cases[4]["expected"] == {
+        "outputSchema": {"type": "object", "required": ["open", "close"]}
+    }
+    assert result.scorers == [
+        {"name": "contains"},
+        {"name": "regex"},
+        {"name": "json_schema"},
+        {"name": "max_latency_ms", "max": 3000},
+        {
+            "name": "judge",
+            "model": "openai/gpt-4o-mini",
+            "rubric": "is polite and does not promise a refund it cannot give",
+        },
+    ]
+    notes = warnings(result)
+    assert set(notes) == {
+        ("config", "tests", 1, "assert", 1),
+        ("config", "tests", 3, "assert", 1),
+    }
+    assert "`javascript` assertions run code" in notes[("config", "tests", 1, "assert", 1)]
+    assert "`similar` needs a model" in notes[("config", "tests", 3, "assert", 1)]
+
+
+def test_a_task_agents_cases_take_the_vars_as_inputs() -> None:
+    config = """
+prompts: ['Summarize {{text}} in {{words}} words']
+tests:
+  - vars: {text: A long article, words: 20, options: {tone: dry}}
+    assert:
+      - type: equals
+        value: {summary: short}
+  - vars: {text: Another, words: 5}
+    assert:
+      - type: equals
+        value: '{{words}} words'
+"""
+    result = imported(config, agent_type="task")
+    assert [c["input"] for c in result.cases] == [
+        {"inputs": {"text": "A long article", "words": 20, "options": {"tone": "dry"}}},
+        {"inputs": {"text": "Another", "words": 5}},
+    ]
+    assert [c["expected"] for c in result.cases] == [
+        {"output": {"summary": "short"}},
+        {"output": "5 words"},  # an assertion's value is rendered with the test's vars
+    ]
+    assert "metadata" not in result.cases[0]
+    assert result.scorers == [{"name": "exact"}]
+
+
+def test_the_user_message_can_be_one_var_and_a_chat_prompt_keeps_its_messages() -> None:
+    config = """
+prompts:
+  - '[{"role": "system", "content": "Be brief"}, {"role": "user", "content": "{{query}}"}]'
+tests:
+  - vars: {query: 'What are your hours?', lang: en}
+"""
+    [case] = imported(config).cases
+    assert case["input"] == {
+        "messages": [
+            {"role": "system", "content": "Be brief"},
+            {"role": "user", "content": "What are your hours?"},
+        ]
+    }
+    [case] = imported(config, input_var="query", agent_type="rag").cases
+    assert case["input"] == "What are your hours?"
+    loc, msg = refused(config, input_var="question")
+    assert loc == ["config", "tests", 0, "vars"]
+    assert msg == "no var 'question' (input_var)"
+
+
+def test_without_prompts_promptfoos_default_passes_the_prompt_var() -> None:
+    [case] = imported("tests:\n  - vars: {prompt: Hello there}\n").cases
+    assert case["input"] == {"messages": [{"role": "user", "content": "Hello there"}]}
+
+
+def test_prefix_suffix_and_default_asserts_disabled() -> None:
+    config = """
+prompts: ['{{q}}']
+defaultTest:
+  assert: [{type: contains, value: always}]
+tests:
+  - vars: {q: one}
+    options: {prefix: 'Q: ', suffix: ' (brief)', disableDefaultAsserts: true}
+    assert: [{type: icontains, value: ONE}]
+  - vars: {q: two}
+"""
+    result = imported(config)
+    assert result.cases[0]["input"]["messages"][0]["content"] == "Q: one (brief)"
+    assert result.cases[0]["expected"] == {"contains": ["ONE"]}
+    assert result.cases[1]["expected"] == {"contains": ["always"]}
+    assert result.scorers == [{"name": "contains"}]
+    [note] = result.warnings
+    assert note.loc == ("config", "tests", 0, "assert", 0)
+    assert note.type == "approximated"
+
+
+def test_case_insensitive_contains_everywhere_sets_the_scorers_option() -> None:
+    config = """
+tests:
+  - vars: {prompt: hi}
+    assert:
+      - {type: icontains, value: Hello}
+      - {type: icontains-all, value: 'a, b'}
+      - {type: not-icontains, value: bye}
+"""
+    result = imported(config)
+    assert result.cases[0]["expected"] == {"contains": ["Hello", "a", "b"], "notContains": ["bye"]}
+    assert result.scorers == [{"name": "contains", "ignoreCase": True}]
+    assert result.warnings == []
+
+
+def test_starts_with_and_case_insensitive_contains_any_are_regexes() -> None:
+    config = """
+tests:
+  - vars: {prompt: a}
+    assert: [{type: starts-with, value: 'Yes (1.5)'}]
+  - vars: {prompt: b}
+    assert:
+      - {type: icontains-any, value: [a+b, c]}
+      - {type: regex, value: x}
+"""
+    result = imported(config)
+    assert result.cases[0]["expected"] == {"regex": "\\AYes \\(1\\.5\\)"}
+    assert result.cases[1]["expected"] == {"regex": "(?i)a\\+b|c"}
+    # A case has one regex: the second is left out, said where.
+    assert "regular expression already" in warnings(result)[("config", "tests", 1, "assert", 1)]
+
+
+def test_bounds_that_differ_between_tests_keep_the_strictest() -> None:
+    config = """
+tests:
+  - vars: {prompt: a}
+    assert: [{type: latency, threshold: 2000}, {type: cost, threshold: 0.01}]
+  - vars: {prompt: b}
+    assert: [{type: latency, threshold: 1500.5}, {type: cost}]
+"""
+    result = imported(config)
+    assert result.scorers == [
+        {"name": "max_latency_ms", "max": 1500},
+        {"name": "max_cost_usd", "max": 0.01},
+    ]
+    notes = warnings(result)
+    assert "the tests' differ" in notes[("config", "tests", 1, "assert", 0)]
+    assert "other tests have none" in notes[("config", "tests", 0, "assert", 1)]
+    assert "without a threshold" in notes[("config", "tests", 1, "assert", 1)]
+
+
+def test_a_rubric_that_is_not_every_tests_is_left_out() -> None:
+    config = """
+tests:
+  - vars: {prompt: a}
+    assert: [{type: llm-rubric, value: is kind, provider: 'bedrock:amazon.nova-micro-v1:0'}]
+  - vars: {prompt: b}
+    assert: [{type: llm-rubric, value: is short}]
+"""
+    result = imported(config)
+    assert result.scorers == []
+    assert set(warnings(result)) == {
+        ("config", "tests", 0, "assert", 0),
+        ("config", "tests", 1, "assert", 0),
+    }
+    same = config.replace("is short", "is kind")
+    assert imported(same).scorers == [
+        {"name": "judge", "model": "amazon.nova-micro-v1:0", "rubric": "is kind"}
+    ]
+    assert imported(same, judge_model="local.demo-v1").scorers[0]["model"] == "local.demo-v1"
+
+
+def test_a_rubric_without_a_grader_is_left_out_unless_a_model_is_named() -> None:
+    config = "tests:\n  - vars: {prompt: a}\n    assert: [{type: llm-rubric, value: is kind}]\n"
+    result = imported(config)
+    assert result.scorers == []
+    assert "no grader model" in warnings(result)[("config", "tests", 0, "assert", 0)]
+    assert imported(config, judge_model="local.demo-v1").scorers == [
+        {"name": "judge", "model": "local.demo-v1", "rubric": "is kind"}
+    ]
+
+
+def test_catalog_model_reads_promptfoos_provider_ids() -> None:
+    assert catalog_model("openai:gpt-4o-mini") == "openai/gpt-4o-mini"
+    assert catalog_model({"id": "openai:chat:gpt-4o"}) == "openai/gpt-4o"
+    assert catalog_model("bedrock:converse:amazon.nova-micro-v1:0") == "amazon.nova-micro-v1:0"
+    assert catalog_model("anthropic:messages:claude") == "anthropic:messages:claude"
+    assert catalog_model(None) is None
+
+
+def test_tool_trajectories_become_expected_calls() -> None:
+    config = """
+tests:
+  - vars: {prompt: Book a flight}
+    assert:
+      - type: trajectory:tool-sequence
+        value: {mode: exact, steps: [search_flights, book]}
+      - type: trajectory:tool-args-match
+        value: {name: book, args: {seat: aisle}}
+  - vars: {prompt: 'Weather?'}
+    assert:
+      - {type: trajectory:tool-used, value: weather}
+      - {type: trajectory:tool-used, value: [a, b]}
+"""
+    result = imported(config)
+    assert result.cases[0]["expected"] == {
+        "toolCalls": [{"name": "search_flights"}, {"name": "book", "arguments": {"seat": "aisle"}}],
+        "toolCallsOrder": "exact",
+    }
+    assert result.cases[1]["expected"] == {"toolCalls": [{"name": "weather"}]}
+    assert result.scorers == [{"name": "trajectory"}, {"name": "tool_args"}]
+    assert "one tool's name" in warnings(result)[("config", "tests", 1, "assert", 1)]
+    rag = imported(config, agent_type="rag")
+    assert "calls no tools" in warnings(rag)[("config", "tests", 0, "assert", 0)]
+    assert "expected" not in rag.cases[0]
+
+
+def test_what_does_not_carry_over_is_said_where() -> None:
+    config = """
+assertionTemplates:
+  short: {type: javascript, value: output.length < 9}
+tests:
+  - vars: {prompt: a}
+    threshold: 0.5
+    options: {transform: output.trim()}
+    assert:
+      - {$ref: '#/assertionTemplates/short'}
+      - {type: not-equals, value: x}
+      - {type: contains, value: a, transform: output.toLowerCase()}
+      - {type: factuality, value: A is a}
+      - {type: levenshtein, value: a, threshold: 2}
+scenarios: []
+"""
+    notes = warnings(imported(config))
+    at = ("config", "tests", 0)
+    assert "`$ref`" in notes[(*at, "assert", 0)]
+    assert "only its positive form" in notes[(*at, "assert", 1)]
+    assert "runs code on the output" in notes[(*at, "assert", 2, "transform")]
+    assert "`factuality` needs a model" in notes[(*at, "assert", 3)]
+    assert "no expected field or scorer" in notes[(*at, "assert", 4)]
+    assert "each scorer passes or fails" in notes[(*at, "threshold")]
+    assert "runs code on the output" in notes[(*at, "options", "transform")]
+    assert "scenario" in notes[("config", "scenarios")]
+
+
+def test_files_are_refused_at_their_path() -> None:
+    assert refused("tests: file://tests.csv\n")[0] == ["config", "tests"]
+    assert refused("tests: [file://tests.yaml]\n")[0] == ["config", "tests", 0]
+    assert refused("tests:\n  - path: file://gen.py:create\n")[0] == ["config", "tests", 0]
+    loc, msg = refused("tests:\n  - vars: {doc: file://a.pdf, prompt: x}\n")
+    assert loc == ["config", "tests", 0, "vars", "doc"]
+    assert "read from a file" in msg
+    assert refused("tests:\n  - vars: file://vars.yaml\n")[0] == ["config", "tests", 0, "vars"]
+    loc, msg = refused("prompts: [file://prompt.txt]\ntests: [{vars: {q: a}}]\n")
+    assert loc == ["config", "prompts", 0]
+    assert "paste it inline, or name the var" in msg
+    assert refused("prompts: [prompts/main.txt]\ntests: [{vars: {q: a}}]\n")[0] == [
+        "config",
+        "prompts",
+        0,
+    ]
+    # With the message in a var, the prompt is not needed.
+    config = "prompts: [file://prompt.txt]\ntests: [{vars: {q: a}}]\n"
+    assert imported(config, input_var="q").cases[0]["input"] == "a"
+    bad_value = (
+        "tests:\n  - vars: {prompt: a}\n    assert: [{type: equals, value: file://x.json}]\n"
+    )
+    assert refused(bad_value)[0] == ["config", "tests", 0, "assert", 0, "value"]
+    assert refused("defaultTest: file://default.yaml\ntests: [{vars: {prompt: a}}]\n")[0] == [
+        "config",
+        "defaultTest",
+    ]
+
+
+def test_malformed_configurations_are_refused_at_their_path() -> None:
+    def at(config: str) -> list[Any]:
+        return refused(config)[0]
+
+    assert at("- a list\n") == ["config"]
+    assert at("prompts: [x]\n") == ["config", "tests"]
+    assert at("tests: [{vars: {prompt: a}, assert: [{value: 1}]}]") == [
+        "config",
+        "tests",
+        0,
+        "assert",
+        0,
+        "type",
+    ]
+    assert at("tests: [{vars: {prompt: a}, assert: [{type: regex, value: '(?<=a)b'}]}]") == [
+        "config",
+        "tests",
+        0,
+        "assert",
+        0,
+        "value",
+    ]
+    assert at("tests: [{vars: {prompt: a}, assert: [{type: latency}]}]")[-1] == "threshold"
+    assert at("tests: [{vars: {prompt: a}, assert: [{type: contains-all, value: 3}]}]")[-1] == (
+        "value"
+    )
+    assert at("tests: [{vars: {prompt: a}, assert: [{type: is-json, value: [1]}]}]")[-1] == (
+        "value"
+    )
+    assert at("tests: [{vars: {prompt: a}, assert: [{type: contains, value: [x]}]}]")[-1] == (
+        "value"
+    )
+    assert at("tests: [{vars: {prompt: a}, assert: {type: contains}}]") == [
+        "config",
+        "tests",
+        0,
+        "assert",
+    ]
+    tool_args = "tests: [{vars: {prompt: a}, assert: [{type: 'trajectory:tool-args-match'}]}]"
+    assert at(tool_args)[-1] == "value"
+    assert at("tests: [{vars: {prompt: a}}]\nx: [")[:3] == ["config", "line", 2]
+
+
+def test_a_prompt_using_a_var_the_test_does_not_set_is_refused_at_its_vars() -> None:
+    loc, msg = refused("prompts: ['{{question}}']\ntests: [{vars: {q: a}}]\n")
+    assert loc == ["config", "tests", 0, "vars"]
+    assert "'question' is undefined" in msg
+    loc, msg = refused("prompts: ['{{ q | nosuchfilter }}']\ntests: [{vars: {q: a}}]\n")
+    assert loc == ["config", "prompts", 0]
+    assert msg.startswith("not a template we render")
+
+
+def test_vars_lists_past_10000_combinations_are_refused() -> None:
+    values = ", ".join(f"v{i}" for i in range(101))
+    config = f"tests:\n  - vars: {{a: [{values}], b: [{values}], prompt: x}}\n"
+    loc, msg = refused(config)
+    assert loc == ["config", "tests"]
+    assert msg.startswith("more than 10,000 cases")
+
+
+def test_bytes_are_read_as_a_file_is() -> None:
+    config = b"\xef\xbb\xbftests: [{vars: {prompt: caf\xc3\xa9}}]\n"
+    [case] = promptfoo_import(config, agent_type="tool").cases
+    assert case["input"]["messages"][0]["content"] == "café"
+    with pytest.raises(Invalid) as raised:
+        promptfoo_import(b"tests: \xff", agent_type="tool")
+    assert raised.value.errors[0].loc == ("config",)
