@@ -41,6 +41,7 @@ class PromptfooImport:
     cases: list[dict[str, Any]]  # wire form, for agents.evals.services.cases_add
     scorers: list[dict[str, Any]]  # as POST /v1/experiments takes them
     warnings: list[ErrorItem] = field(default_factory=list)  # what was left out, and where
+    locs: list[Loc] = field(default_factory=list)  # each case's test in the configuration
 
 
 def promptfoo_import(
@@ -123,6 +124,7 @@ class _Import:
     input_var: str | None
     prompt: tuple[str, Loc]
     cases: list[dict[str, Any]] = field(default_factory=list)
+    locs: list[Loc] = field(default_factory=list)
     expectations: list[CaseExpectation] = field(default_factory=list)
     warnings: dict[Loc, ErrorItem] = field(default_factory=dict)
 
@@ -185,6 +187,7 @@ class _Import:
         if meta:
             case["metadata"] = meta
         self.cases.append(case)
+        self.locs.append(loc)
         self.expectations.append(expectation)
 
     def _input(self, variables: dict[str, Any], options: dict[str, Any], loc: Loc) -> Any:
@@ -208,7 +211,8 @@ class _Import:
             spec = scorer.spec(self.expectations, self.judge_model, self.warn)
             if spec is not None:
                 scorers[spec["name"]] = spec
-        return PromptfooImport(self.cases, list(scorers.values()), list(self.warnings.values()))
+        warnings = list(self.warnings.values())
+        return PromptfooImport(self.cases, list(scorers.values()), warnings, self.locs)
 
 
 def _mapping(test: dict[str, Any], key: str, loc: Loc) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """`manage.py agents export` / `agents import`: an environment's agents as YAML files, so
-configs can live in git and move between environments and installations."""
+configs can live in git and move between environments and installations; `agents
+import-promptfoo`: a promptfoo configuration's tests into a dataset."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from agentbuilder.errors import NotFound
 from agentbuilder.users import User
 from agents.access.environments import DEFAULT_ENVIRONMENT, environment_resolve
 from agents.config_files import ImportFailed, agents_export, agents_import
+from agents.management.commands import _import_promptfoo
 from agents.models import Environment
 
 
@@ -20,7 +22,9 @@ class Command(BaseCommand):
     help = "Export an environment's agents to YAML files (one per agent), or import them."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        actions = parser.add_subparsers(dest="action", required=True, metavar="{export,import}")
+        actions = parser.add_subparsers(
+            dest="action", required=True, metavar="{export,import,import-promptfoo}"
+        )
         export = actions.add_parser("export", help="write one <agent name>.yaml per agent")
         export.add_argument("--out", required=True, type=Path, help="directory to write to")
         export.add_argument(
@@ -38,7 +42,8 @@ class Command(BaseCommand):
             help="files, or directories of *.yaml",
         )
         load.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
-        for sub in (export, load):
+        promptfoo = _import_promptfoo.add_parser(actions)
+        for sub in (export, load, promptfoo):
             sub.add_argument("--environment", default=DEFAULT_ENVIRONMENT, help="name or id")
             sub.add_argument(
                 "--user", help="username to act as (default: the first superuser, by id)"
@@ -52,6 +57,8 @@ class Command(BaseCommand):
             raise CommandError(exc.detail) from None
         if options["action"] == "export":
             self._export(user, env, options["out"], options["all_versions"])
+        elif options["action"] == _import_promptfoo.ACTION:
+            _import_promptfoo.run(self, user, env, options)
         else:
             self._import(user, env, options["paths"], options["dry_run"])
 
