@@ -356,6 +356,9 @@ CONFLICTS = [
     ("post", PROCESS),  # the same, through an mcp_approval_response
     # A gated alias's move its gate refused (docs/api.md#gated-aliases).
     ("put", "/v1/agents/{agentId}/aliases/{name}"),
+    ("post", "/v1/datasets"),  # a taken name
+    ("patch", "/v1/datasets/{datasetId}"),  # renamed to a taken name
+    ("post", "/v1/experiments/{experimentId}/cancel"),  # an experiment that has ended
 ]
 
 

@@ -2,6 +2,7 @@ from django.urls import path
 
 from agents.access.api import TokenView
 from agents.api import agents, aliases, catalogs, runs, versions
+from agents.evals import urls as evals
 from agents.mcp_registry import urls as mcp_registry
 from agents.protocols.chat_completions import urls as chat_completions
 from agents.protocols.native import urls as native
@@ -19,6 +20,7 @@ urlpatterns = [
     path("runs", runs.RunListView.as_view(), name="run-list"),
     *mcp_registry.urlpatterns,  # /mcp-servers
     *schedules.urlpatterns,  # /agents/{id}/schedules, /schedules/{id}
+    *evals.urlpatterns,  # /datasets, /experiments, /runs/{id}/feedback, alias gates
     path("runs/<str:runId>", runs.RunDetailView.as_view(), name="run-detail"),
     path("runs/<str:runId>/cancel", runs.RunCancelView.as_view(), name="run-cancel"),
     path("runs/<str:runId>/events", runs.RunEventsView.as_view(), name="run-events"),

@@ -114,7 +114,7 @@ def _case(dataset: Dataset, stored: dict[str, Any], position: int, revision: int
 
 
 @transaction.atomic
-def cases_add(*, user: User, dataset: Dataset, cases: Sequence[Any], loc: Loc = ("body",)) -> int:
+def cases_add(*, user: User, dataset: Dataset, cases: Any, loc: Loc = ("body",)) -> int:
     """Check every case and add them after the dataset's others, as one new revision, which
     is returned. Raises Invalid at the first bad cases' fields (under `loc`, by index):
     then nothing is added."""
