@@ -23,14 +23,18 @@ from typing import Any
 
 from agentbuilder.api.parsers import MAX_DEPTH, check_json, check_text, loads_json
 from agentbuilder.errors import Invalid, Loc
+from agents.config_files.documents import MAX_FILE_BYTES as MAX_AGENT_FILE_BYTES
 from agents.config_files.documents import FileRefused, yaml_compose, yaml_construct
 from agents.evals.cases import MAX_CASES_PER_CALL, case_check
 from agents.runs.request import TASK_TYPES
 
 FILE: Loc = ("file",)
 EXTENSIONS = ".jsonl, .ndjson, .json, .csv, .yaml or .yml"
-# What 10,000 cases of a few KB each take; PyYAML reads about 1 MiB per second of CPU.
+# What 10,000 cases of a few KB each take.
 MAX_FILE_BYTES = 32 * 1024 * 1024
+# PyYAML reads a few hundred KB per second of CPU (a YAML file of 10,000 small cases, 1 MiB,
+# takes seconds): YAML files are held to agent files' bound, larger sets go as JSON Lines.
+MAX_YAML_BYTES = MAX_AGENT_FILE_BYTES
 # As cases_add: enough errors to fix a file by; the rest are likely alike.
 MAX_ERRORS = 20
 
@@ -127,8 +131,14 @@ def _json_array(text: str, agent_type: str) -> Iterator[FileCase]:
     # Decoded value by value rather than at once, so each case's error names its line.
     decoder = json.JSONDecoder(parse_constant=_not_a_number)
 
+    counted = [0, 1]  # a position, and the line it is on: counted on from there, not anew
+
     def line_at(position: int) -> Loc:
-        return (*FILE, "line", text.count("\n", 0, position) + 1)
+        if position < counted[0]:
+            counted[:] = [0, 1]
+        counted[1] += text.count("\n", counted[0], position)
+        counted[0] = position
+        return (*FILE, "line", counted[1])
 
     def skip(position: int) -> int:
         match = _SPACE.match(text, position)
@@ -171,6 +181,12 @@ def _not_a_number(name: str) -> Any:
 
 
 def _yaml(text: str, agent_type: str) -> Iterator[FileCase]:
+    if len(text) > MAX_YAML_BYTES:
+        raise Invalid.at(
+            FILE,
+            f"a YAML dataset file is at most {MAX_YAML_BYTES:,} characters (YAML is slow to "
+            "read): send larger sets as JSON Lines or CSV",
+        )
     try:
         node = yaml_compose(text)
     except FileRefused as exc:

@@ -24,7 +24,7 @@ import jinja2
 from agentbuilder.errors import ErrorItem, Invalid, Loc
 from agents.config_files.documents import FileRefused, yaml_load
 from agents.evals.cases import MAX_CASES_PER_CALL
-from agents.evals.files import file_text, yaml_refused
+from agents.evals.files import MAX_YAML_BYTES, file_text, yaml_refused
 from agents.evals.promptfoo_asserts import SCORER_ORDER, Assertion, CaseExpectation, apply
 from agents.runs.request import TASK_TYPES
 from agents.templating import TemplateLimitError, render, template_limits
@@ -75,6 +75,8 @@ def promptfoo_import(
 
 def _config(config: bytes | str) -> dict[str, Any]:
     text = config if isinstance(config, str) else file_text(config, ROOT)
+    if len(text) > MAX_YAML_BYTES:
+        raise Invalid.at(ROOT, f"a configuration is at most {MAX_YAML_BYTES:,} characters")
     try:
         data = yaml_load(text)
     except FileRefused as exc:

@@ -11,7 +11,12 @@ import pytest
 
 from agentbuilder.errors import Invalid
 from agents.evals.cases import MAX_CASES_PER_CALL
-from agents.evals.files import MAX_FILE_BYTES, cases_from_file, cases_from_file_checked
+from agents.evals.files import (
+    MAX_FILE_BYTES,
+    MAX_YAML_BYTES,
+    cases_from_file,
+    cases_from_file_checked,
+)
 
 
 def refused(filename: str, content: bytes | str, agent_type: str = "tool") -> list[Any]:
@@ -303,3 +308,13 @@ def test_checked_cases_are_in_their_stored_form() -> None:
             "expected": {"output": "there"},
         }
     ]
+
+
+def test_a_yaml_file_is_held_to_agent_files_bound() -> None:
+    text = "- input: " + "x" * MAX_YAML_BYTES + "\n"
+    [(loc, msg)] = refused("c.yaml", text)
+    assert loc == ["file"]
+    assert "send larger sets as JSON Lines or CSV" in msg
+    # The same cases, as JSON Lines, are read.
+    line = '{"input": "' + "x" * MAX_YAML_BYTES + '"}'
+    assert len(cases_from_file("c.jsonl", line.encode(), agent_type="tool")) == 1

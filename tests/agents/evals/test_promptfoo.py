@@ -10,6 +10,7 @@ import pytest
 
 from agentbuilder.errors import Invalid
 from agents.evals.cases import case_check
+from agents.evals.files import MAX_YAML_BYTES
 from agents.evals.promptfoo import PromptfooImport, promptfoo_import
 from agents.evals.promptfoo_asserts import catalog_model
 
@@ -450,6 +451,11 @@ def test_vars_lists_past_10000_combinations_are_refused() -> None:
     loc, msg = refused(config)
     assert loc == ["config", "tests"]
     assert msg.startswith("more than 10,000 cases")
+
+
+def test_a_configuration_past_the_bound_is_refused_unread() -> None:
+    config = "tests: [{vars: {prompt: a}}]\n#" + "x" * MAX_YAML_BYTES
+    assert refused(config)[0] == ["config"]
 
 
 def test_bytes_are_read_as_a_file_is() -> None:
