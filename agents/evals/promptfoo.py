@@ -201,6 +201,12 @@ class _Import:
             value = variables[self.input_var]
             return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         source, at = self.prompt
+        if source == DEFAULT_PROMPT and "prompt" not in variables:
+            raise Invalid.at(
+                (*loc, "vars"),
+                "no `prompts` to render and no var `prompt`: name the var holding the user "
+                "message (input_var)",
+            )
         text = _render(source, variables, at, (*loc, "vars"))
         prefix, suffix = options.get("prefix", ""), options.get("suffix", "")
         if isinstance(prefix, str) and isinstance(suffix, str):

@@ -196,6 +196,9 @@ tests:
 def test_without_prompts_promptfoos_default_passes_the_prompt_var() -> None:
     [case] = imported("tests:\n  - vars: {prompt: Hello there}\n").cases
     assert case["input"] == {"messages": [{"role": "user", "content": "Hello there"}]}
+    loc, msg = refused("tests:\n  - vars: {question: Hello there}\n")
+    assert loc == ["config", "tests", 0, "vars"]
+    assert "name the var holding the user message (input_var)" in msg
 
 
 def test_prefix_suffix_and_default_asserts_disabled() -> None:
