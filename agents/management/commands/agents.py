@@ -1,6 +1,7 @@
 """`manage.py agents export` / `agents import`: an environment's agents as YAML files, so
 configs can live in git and move between environments and installations; `agents
-import-promptfoo`: a promptfoo configuration's tests into a dataset."""
+import-promptfoo`: a promptfoo configuration's tests into a dataset; `agents eval`: an
+experiment for a CI pipeline."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from agentbuilder.errors import NotFound
 from agentbuilder.users import User
 from agents.access.environments import DEFAULT_ENVIRONMENT, environment_resolve
 from agents.config_files import ImportFailed, agents_export, agents_import
-from agents.management.commands import _import_promptfoo
+from agents.management.commands import _eval, _import_promptfoo
 from agents.models import Environment
 
 
@@ -23,7 +24,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(
-            dest="action", required=True, metavar="{export,import,import-promptfoo}"
+            dest="action", required=True, metavar="{export,import,import-promptfoo,eval}"
         )
         export = actions.add_parser("export", help="write one <agent name>.yaml per agent")
         export.add_argument("--out", required=True, type=Path, help="directory to write to")
@@ -43,7 +44,8 @@ class Command(BaseCommand):
         )
         load.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
         promptfoo = _import_promptfoo.add_parser(actions)
-        for sub in (export, load, promptfoo):
+        evaluate = _eval.add_parser(actions)
+        for sub in (export, load, promptfoo, evaluate):
             sub.add_argument("--environment", default=DEFAULT_ENVIRONMENT, help="name or id")
             sub.add_argument(
                 "--user", help="username to act as (default: the first superuser, by id)"
@@ -59,6 +61,8 @@ class Command(BaseCommand):
             self._export(user, env, options["out"], options["all_versions"])
         elif options["action"] == _import_promptfoo.ACTION:
             _import_promptfoo.run(self, user, env, options)
+        elif options["action"] == _eval.ACTION:
+            _eval.run(self, user, env, options)
         else:
             self._import(user, env, options["paths"], options["dry_run"])
 
