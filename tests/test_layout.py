@@ -117,6 +117,10 @@ BEHAVIOUR_SUITES: dict[str, str] = {
         "the playground in a real browser: admin page, script and stream"
     ),
     "agents/admin/test_studio_browser.py": "the admin's pages in a real browser",
+    # tests/agents: evaluations
+    "agents/evals/test_experiments_browser.py": (
+        "experiments in a real browser: the form, the progress bar, cancel and compare"
+    ),
     # tests/agents: whole-app behaviour
     "agents/test_bad_input.py": "malformed input on every route",
     "agents/test_concurrency.py": "concurrent writes through services and the database",

@@ -28,6 +28,7 @@ from agents.admin.forms import (
     ServiceForm,
     config_text,
 )
+from agents.evals.admin_urls import experiment_urls
 from agents.examples import TEMPLATES
 from agents.models import Agent, AgentType, AgentVersion, Environment
 from agents.protocols.playground.views import (
@@ -268,6 +269,7 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
                 PlaygroundApprovalsView.as_view(),
                 name="agents_agent_playground_approvals",
             ),
+            *experiment_urls(self.admin_site),
             *super().get_urls(),
         ]
 

@@ -1,0 +1,188 @@
+"""Two experiments of an agent side by side in the admin, case by case
+(docs/architecture.md#experiments-in-the-admin): each side's answer, tool calls and scores;
+regressions first, then improvements, then the rest (agents.evals.compare orders them).
+
+Filters: which changes (regressions, improvements, changed, all) and by which scorer (a
+case then regresses when that scorer passed in A and fails in B). The rows come from one
+comparison (a few queries, whatever the number of cases) and a page renders 100 of them:
+what two 1,000-case experiments cost is one comparison and 100 rows (bench/experiments.py
+measures the page).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from django.contrib.admin import AdminSite
+from django.core.paginator import Paginator
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+from django.urls import reverse
+
+from agentbuilder.users import request_user
+from agents.evals.admin_experiments import (
+    NO_RUN,
+    agent_experiment,
+    experiment_url,
+    milliseconds,
+    percent,
+    pretty,
+    readable_agent,
+    score_cell,
+    scorer_names,
+)
+from agents.evals.compare import Change, Row, Side, experiments_compare
+from agents.evals.selectors import experiments_visible
+from agents.models import Agent, Experiment
+
+ROWS_PER_PAGE = 100
+Show = Literal["regressions", "improvements", "changed", "all"]
+SHOWS: dict[str, str] = {
+    "all": "All cases",
+    "regressions": "Regressions",
+    "improvements": "Improvements",
+    "changed": "Changed",
+}
+ORDER = {"regression": 0, "improvement": 1, "changed": 2, "only_a": 3, "only_b": 3, "same": 4}
+LABELS = {
+    "regression": "regression",
+    "improvement": "improvement",
+    "changed": "changed",
+    "only_a": "only in A",
+    "only_b": "only in B",
+    "same": "same",
+}
+
+
+def compare_page(site: AdminSite, request: HttpRequest, object_id: str) -> TemplateResponse:
+    """GET ?a=<experiment>&b=<experiment>[&show=…&scorer=…&page=…]: A (the baseline) and B
+    per case. Without both, the pickers. 404 unless the user may READ the agent and both
+    are its experiments."""
+    user = request_user(request)
+    agent = readable_agent(user, object_id)
+    a_id, b_id = request.GET.get("a", ""), request.GET.get("b", "")
+    context: dict[str, Any] = {
+        **site.each_context(request),
+        "title": f"Compare experiments: {agent.name}",
+        "opts": Agent._meta,
+        "original": agent,
+        "agent": agent,
+        "choices": _choices(experiments_visible(user, agent)),
+        "a_id": a_id,
+        "b_id": b_id,
+        "errors": [],
+    }
+    if not (a_id and b_id):
+        if a_id or b_id:
+            context["errors"].append("Pick two experiments: A, the baseline, and B.")
+        return TemplateResponse(request, "admin/agents/experiment/compare.html", context)
+    a, b = agent_experiment(user, agent, a_id), agent_experiment(user, agent, b_id)
+    if a.dataset_id != b.dataset_id:
+        context["errors"].append(
+            f"A ran dataset '{a.dataset.name}' and B '{b.dataset.name}': "
+            "experiments compare on one dataset."
+        )
+        return TemplateResponse(request, "admin/agents/experiment/compare.html", context)
+    context.update(_compared(request, a, b))
+    return TemplateResponse(request, "admin/agents/experiment/compare.html", context)
+
+
+def _choices(experiments: Any) -> list[dict[str, str]]:
+    listed = experiments.order_by("-created_at").only(
+        "id", "revision", "created_at", "status", "agent_id", "version__number", "dataset__name"
+    )[:100]
+    return [
+        {
+            "id": str(e.pk),
+            "label": f"v{e.version.number} on {e.dataset.name}@{e.revision} · "
+            f"{e.created_at:%Y-%m-%d %H:%M} · {e.status}",
+        }
+        for e in listed
+    ]
+
+
+def _compared(request: HttpRequest, a: Experiment, b: Experiment) -> dict[str, Any]:
+    comparison = experiments_compare(a, b)
+    names = list(dict.fromkeys([*scorer_names(a), *scorer_names(b)]))
+    scorer = request.GET.get("scorer", "")
+    scorer = scorer if scorer in names else ""
+    show = request.GET.get("show", "all")
+    show = show if show in SHOWS else "all"
+    classified = [
+        (row, scorer_change(row, scorer) if scorer else row.change) for row in comparison.rows
+    ]
+    if scorer:  # the comparison ordered them by whole cases; by this scorer instead
+        classified.sort(key=lambda rc: (ORDER[rc[1]], rc[0].position))
+    counts = {key: sum(1 for _, c in classified if _shown(c, key)) for key in SHOWS}
+    shown = [rc for rc in classified if _shown(rc[1], show)]
+    page = Paginator(shown, ROWS_PER_PAGE).get_page(request.GET.get("page"))
+    run_url = reverse("admin:agents_run_change", args=[NO_RUN])
+    return {
+        "a": a,
+        "b": b,
+        "a_url": experiment_url(a),
+        "b_url": experiment_url(b),
+        "a_pass": percent((a.summary or {}).get("passRate")),
+        "b_pass": percent((b.summary or {}).get("passRate")),
+        "same_revision": a.revision == b.revision,
+        "scorer_names": names,
+        "scorer": scorer,
+        "show": show,
+        "show_options": [(key, label, counts[key]) for key, label in SHOWS.items()],
+        "rows": [_row(row, change, names, run_url) for row, change in page],
+        "page": page,
+    }
+
+
+def scorer_change(row: Row, scorer: str) -> Change:
+    """How `row` changed by `scorer` alone: passed in A and failed in B is a regression."""
+    if row.a is None or row.b is None:
+        return row.change
+    sa, sb = row.a.scores.get(scorer), row.b.scores.get(scorer)
+    if sa is None or sb is None:
+        return "same" if sa is sb else "changed"
+    if sa.get("passed") and not sb.get("passed"):
+        return "regression"
+    if sb.get("passed") and not sa.get("passed"):
+        return "improvement"
+    return "changed" if sa.get("score") != sb.get("score") else "same"
+
+
+def _shown(change: Change, show: str) -> bool:
+    if show == "all":
+        return True
+    if show == "changed":
+        return change != "same"
+    return change == show.removesuffix("s")
+
+
+def _row(row: Row, change: Change, names: list[str], run_url: str) -> dict[str, Any]:
+    return {
+        "row": row,
+        "change": change,
+        "change_label": LABELS[change],
+        "expected": pretty(row.expected),
+        "sides": [_side(row.a, names, run_url), _side(row.b, names, run_url)],
+    }
+
+
+def _side(side: Side | None, names: list[str], run_url: str) -> dict[str, Any] | None:
+    if side is None:
+        return None
+    return {
+        "side": side,
+        "tools": [_call(c) for c in side.tool_calls],
+        "scores": [(name, score_cell(side.scores.get(name))) for name in names],
+        "latency": milliseconds(side.latency_ms),
+        "pass_rate": percent(side.pass_rate),
+        "mixed": side.pass_rate is not None and 0 < side.pass_rate < 1,  # repetitions differ
+        "run_url": run_url.replace(NO_RUN, side.run_id) if side.run_id else "",
+        "error": pretty(side.error),
+    }
+
+
+def _call(call: dict[str, Any]) -> str:
+    arguments = call.get("arguments")
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return f"{call.get('name', '?')}({text})"
