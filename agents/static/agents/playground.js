@@ -1,6 +1,8 @@
 // The admin playground: sends a turn to the stream view and shows its NDJSON lines
-// (agents/protocols/playground/encoder.py) as they arrive. Plain DOM, no dependencies;
-// every text from the server goes in through textContent, never as HTML.
+// (agents/protocols/playground/encoder.py) as they arrive. With "compare with" set, the
+// same turn goes to both versions at once and their answers stream side by side, each
+// version in its own conversation. Plain DOM, no dependencies; every text from the server
+// goes in through textContent, never as HTML.
 "use strict";
 
 (function () {
@@ -8,12 +10,15 @@
   const csrf = document.getElementById("playground-csrf").value;
   const log = document.getElementById("playground-log");
   const versionSelect = document.getElementById("playground-version");
+  const compareSelect = document.getElementById("playground-compare");
   const chatForm = document.getElementById("playground-chat");
   const taskForm = document.getElementById("playground-task");
   let threadId = newThreadId();
+  let compareThreadId = newThreadId(); // the compared version's own conversation
   let busy = false;
-  // The turn streaming now: its run (from the answer's X-Run-Id) and the fetch's abort.
-  let streaming = null;
+  // The turns streaming now (two when comparing): each one's run (from the answer's
+  // X-Run-Id) and its fetch's abort.
+  const streams = new Set();
 
   // ------------------------------------------------------------------ small helpers
 
@@ -46,33 +51,42 @@
     log.scrollTop = log.scrollHeight;
   }
 
-  function setBusy(value) {
-    busy = value;
+  function setBusy() {
+    busy = streams.size > 0;
     for (const id of ["playground-send", "playground-run"]) {
       const button = document.getElementById(id);
-      if (button) button.disabled = value;
+      if (button) button.disabled = busy;
     }
-    stopButton.hidden = !value;
+    stopButton.hidden = !busy;
+  }
+
+  function chosenLabel(select) {
+    return select.options[select.selectedIndex].textContent;
   }
 
   // Stop asks the run to end canceled wherever it runs (the server process that answers
   // this POST may not be the one streaming the turn); the stream then ends with the
   // canceled line. If the cancel cannot be asked, the page stops reading instead.
   const stopButton = document.getElementById("playground-stop");
-  stopButton.addEventListener("click", async () => {
-    const turn = streaming;
-    if (!turn) return;
-    stopButton.disabled = true;
+  async function stop(stream) {
     try {
-      if (!turn.runId) throw new Error("no run yet");
-      const response = await fetch(settings.cancelUrl.replace(settings.noRun, turn.runId), {
+      if (!stream.runId) throw new Error("no run yet");
+      const response = await fetch(settings.cancelUrl.replace(settings.noRun, stream.runId), {
         method: "POST",
         credentials: "same-origin",
         headers: { "X-CSRFToken": csrf },
       });
       if (response.status !== 202) throw new Error(`the server answered ${response.status}`);
     } catch (_) {
-      turn.abort.abort();
+      stream.abort.abort();
+    }
+  }
+
+  stopButton.addEventListener("click", async () => {
+    if (!streams.size) return;
+    stopButton.disabled = true;
+    try {
+      await Promise.all([...streams].map(stop));
     } finally {
       stopButton.disabled = false;
     }
@@ -80,17 +94,26 @@
 
   // ------------------------------------------------------------------ one turn
 
+  // One answer: under its question in the log, or (comparing) in one of a turn's columns,
+  // headed by its version. `version` is what it asks for (the picker's value when sent).
   class Turn {
-    constructor(question) {
-      this.node = el("div", { class: "pg-turn" });
-      if (question) this.node.append(el("div", { class: "pg-user", text: question }));
+    constructor(question, options) {
+      const { column, version, label } = options || {};
+      this.version = version || versionSelect.value;
       this.answer = el("div", { class: "pg-answer pg-pending" });
+      if (label) this.answer.append(el("div", { class: "pg-version", text: label }));
       this.text = el("div", { class: "pg-text" });
       this.answer.append(this.text);
-      this.node.append(this.answer);
+      if (column) {
+        column.append(this.answer);
+      } else {
+        const node = el("div", { class: "pg-turn" });
+        if (question) node.append(el("div", { class: "pg-user", text: question }));
+        node.append(this.answer);
+        log.append(node);
+      }
       this.tools = new Map();
       this.ended = false;
-      log.append(this.node);
       scrollDown();
     }
 
@@ -264,20 +287,39 @@
     return detail ? String(detail) : `The server answered ${status}.`;
   }
 
+  // The same question to both versions: one turn with two columns, an answer in each.
+  function compareTurns(question) {
+    const node = el("div", { class: "pg-turn pg-compare-turn" });
+    if (question) node.append(el("div", { class: "pg-user", text: question }));
+    const columns = el("div", { class: "pg-compare" });
+    node.append(columns);
+    log.append(node);
+    const sides = [
+      [versionSelect, "a"],
+      [compareSelect, "b"],
+    ];
+    return sides.map(([select, side]) => {
+      const column = el("div", { class: "pg-column", "data-side": side });
+      columns.append(column);
+      return new Turn(null, { column, version: select.value, label: chosenLabel(select) });
+    });
+  }
+
   // A turn, or (with `url`, the approvals view) the decisions that resume a waiting one.
   async function send(payload, turn, url) {
-    streaming = { runId: null, abort: new AbortController() };
-    setBusy(true);
+    const stream = { runId: null, abort: new AbortController() };
+    streams.add(stream);
+    setBusy();
     try {
-      const body = url ? payload : { version: versionSelect.value, ...payload };
+      const body = url ? payload : { version: turn.version, ...payload };
       const response = await fetch(url || settings.streamUrl, {
         method: "POST",
         credentials: "same-origin",
         headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
         body: JSON.stringify(body),
-        signal: streaming.abort.signal,
+        signal: stream.abort.signal,
       });
-      streaming.runId = response.headers.get("X-Run-Id");
+      stream.runId = response.headers.get("X-Run-Id");
       if (!response.ok) {
         let body = null;
         try {
@@ -294,10 +336,23 @@
       const stopped = error.name === "AbortError";
       turn.fail(stopped ? "Stopped." : `The request failed: ${error.message}`);
     } finally {
-      streaming = null;
-      setBusy(false);
+      streams.delete(stream);
+      setBusy();
     }
   }
+
+  // Comparing starts both versions on a new conversation, so each answers the same thread.
+  function newConversation(note) {
+    threadId = newThreadId();
+    compareThreadId = newThreadId();
+    log.replaceChildren(el("p", { class: "pg-note", text: note }));
+  }
+
+  compareSelect.addEventListener("change", () => {
+    if (!compareSelect.value) return newConversation("New conversation.");
+    const pair = `${chosenLabel(versionSelect)} and ${chosenLabel(compareSelect)}`;
+    newConversation(`New conversation: ${pair} answer each message side by side.`);
+  });
 
   async function readLines(stream, onLine) {
     const reader = stream.getReader();
@@ -325,7 +380,13 @@
       const message = box.value.trim();
       if (!message || busy) return;
       box.value = "";
-      send({ message, threadId }, new Turn(message));
+      if (compareSelect.value) {
+        const [a, b] = compareTurns(message);
+        send({ message, threadId }, a);
+        send({ message, threadId: compareThreadId }, b);
+      } else {
+        send({ message, threadId }, new Turn(message));
+      }
     });
     box.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
@@ -334,8 +395,7 @@
       }
     });
     document.getElementById("playground-new").addEventListener("click", () => {
-      threadId = newThreadId();
-      log.replaceChildren(el("p", { class: "pg-note", text: "New conversation." }));
+      newConversation("New conversation.");
       box.focus();
     });
     box.focus();
@@ -456,12 +516,15 @@
       if (busy) return;
       clearFieldErrors();
       const { inputs, problems } = readInputs();
-      const turn = new Turn(JSON.stringify(inputs));
+      const question = JSON.stringify(inputs);
+      const turns = compareSelect.value ? compareTurns(question) : [new Turn(question)];
       if (problems.length) {
-        turn.fail(problems.map((p) => `${p.loc.join(".")}: ${p.msg}`).join("\n"), problems);
+        const text = problems.map((p) => `${p.loc.join(".")}: ${p.msg}`).join("\n");
+        turns[0].fail(text, problems);
+        for (const other of turns.slice(1)) other.fail(text);
         return;
       }
-      send({ inputs }, turn);
+      for (const turn of turns) send({ inputs }, turn);
     });
   }
 })();

@@ -12,10 +12,12 @@ from django.urls import reverse
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.select import Select
 
 from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR
 from agents.models import Agent, Run
+from agents.services.versions import version_add
 from tests.browser import BROWSER, Page, browser_server, chrome, page  # noqa: F401 (fixtures)
 from tests.factories import CONFIGS, UserFactory
 from tests.fakes.openai import FakeOpenAI
@@ -225,6 +227,65 @@ def test_stop_ends_a_streaming_turn_canceled(
     assert run.cancel_requested_at is not None  # by the Stop's cancel, not a hang-up
     assert not page.find("#playground-stop").is_displayed()
     assert failing_openai.disconnected.wait(30), "the model call was not abandoned"
+
+
+def compared(page: Page, number: int) -> list[WebElement]:
+    """The two answers of the `number`th compared turn (from 1), once both have ended and
+    the server saved both runs (the button is enabled again)."""
+
+    def ended() -> list[WebElement] | None:
+        turns = page.find_all(".pg-compare-turn")
+        if len(turns) < number or not page.find("#playground-send").is_enabled():
+            return None
+        answers = turns[number - 1].find_elements(By.CSS_SELECTOR, ".pg-column .pg-answer")
+        done = [a for a in answers if "pg-pending" not in classes(a)]
+        return done if len(done) == 2 else None
+
+    return page.wait_until(ended, f"both answers of turn {number} to end")
+
+
+@BROWSER
+def test_compare_with_sends_one_message_to_two_versions_and_shows_both_answers(
+    page: Page, invoker: Any, calculator: Agent, admin_user: Any
+) -> None:
+    add = {"toolType": "function", "name": "add", "description": "Adds", "funcName": "add"}
+    config = {**CALCULATOR["config"], "tools": [add]}
+    version_add(user=admin_user, agent=calculator, config=config, version_label="adds only")
+    page.login(invoker)
+    page.open(playground(calculator))
+
+    Select(page.find("#playground-compare")).select_by_value("1")
+    page.wait_for(".pg-note", text="side by side")
+    send(page, "What is 3x5?")
+    latest, first = compared(page, 1)
+
+    assert page.find(".pg-compare-turn .pg-user").text == "What is 3x5?"
+    assert latest.find_element(By.CSS_SELECTOR, ".pg-version").text == "latest"
+    assert first.find_element(By.CSS_SELECTOR, ".pg-version").text == "v1"
+    assert "Calculator@2" in latest.find_element(By.CSS_SELECTOR, ".pg-meta").text
+    assert "Calculator@1" in first.find_element(By.CSS_SELECTOR, ".pg-meta").text
+    # v1 has the multiply tool and calls it; v2, without it, works it out itself.
+    assert latest.find_elements(By.CSS_SELECTOR, ".pg-tool") == []
+    assert first.find_elements(By.CSS_SELECTOR, ".pg-tool[data-tool=multiply]") != []
+    for answered in (latest, first):
+        assert "15" in answered.find_element(By.CSS_SELECTOR, ".pg-text").text
+    page.shot("playground-compare")
+
+    send(page, "And 7 times 6?")
+    compared(page, 2)
+    runs = Run.objects.filter(caller=invoker).select_related("version")
+    threads: dict[int, set[str]] = {}
+    for run in runs:
+        threads.setdefault(run.version.number, set()).add(run.thread_id)
+    assert sorted(threads) == [1, 2]  # two runs of each version
+    assert runs.count() == 4
+    assert all(len(ids) == 1 for ids in threads.values())  # each version its own thread
+    assert threads[1] != threads[2]
+    # Comparing no more: one answer a message, as before.
+    Select(page.find("#playground-compare")).select_by_value("")
+    send(page, "What is 2x2?")
+    assert "4" in answer(page, 1).find_element(By.CSS_SELECTOR, ".pg-text").text
+    assert page.find_all(".pg-compare-turn") == []
 
 
 @BROWSER
