@@ -14,13 +14,16 @@ from typing import Any, Literal, Protocol
 Role = Literal["user", "assistant", "tool"]
 # What a model call is for: a turn of a conversation, the answer of a RAG agent from its
 # passages, the rewrite of a question as a search query, the check of an answer against
-# its passages, or a task agent's answer to its rendered prompt.
-Purpose = Literal["chat", "rag_answer", "query_rewrite", "grounding_check", "task"]
+# its passages, a task agent's answer to its rendered prompt, or an experiment's judge
+# scoring an answer against a rubric (agents.evals.scorers.judge).
+Purpose = Literal["chat", "rag_answer", "query_rewrite", "grounding_check", "task", "judge"]
 
 # Task agents send their inputs as a user message that starts with this header.
 TASK_INPUTS_HEADER = "Inputs:"
 # RAG agents ask a model whether an answer is grounded by forcing this tool.
 GROUNDING_TOOL = "grounding_check"
+# An experiment's judge asks a model for its score of an answer by forcing this tool.
+JUDGE_TOOL = "judge_score"
 # RAG agents with multihop refinement ask a model to rewrite a question with this prompt.
 QUERY_REWRITE_PROMPT = (
     "Rewrite the user's question as a short search query that would find the passages "
@@ -91,9 +94,10 @@ class ModelRequest:
     temperature: float = 0.0
     max_retries: int = 10
     timeout: float = 3600.0
-    # What the runtime asks for, and for a grounded answer the passages it must come from.
-    # Network providers send neither: the prompt already says it and shows the passages.
-    # The offline model, which cannot read a prompt, goes by them.
+    # What the runtime asks for, and for a grounded answer the passages it must come from
+    # (for a judge: the answer judged, then what it is judged against). Network providers
+    # send neither: the prompt already says it and shows the passages. The offline model,
+    # which cannot read a prompt, goes by them.
     purpose: Purpose = "chat"
     context: tuple[str, ...] = ()
     # Without a forced tool: "auto" (the model decides), "none" (no tool call), "required"

@@ -14,7 +14,8 @@ for (`ModelRequest.purpose`), never by the wording of a prompt:
   "none" it answers as if it had no tools (the client's tools of /v1/openai are tools
   like the agent's: it picks them by the same word overlap);
 - a RAG answer: it quotes the sentences of the passages that best match the question;
-- a query rewrite: the question's content words; a grounding check: word overlap;
+- a query rewrite: the question's content words; a grounding check: word overlap; a
+  judge's score: the share of the reference's words the answer has (`local_text`);
 - a task: it restates its rendered prompt.
 
 It counts its tokens as whitespace-separated words.
@@ -52,6 +53,7 @@ from agents.llm.local_text import (
     answer_from_passages,
     describe,
     grounding,
+    judgement,
     received,
     search_query,
     words,
@@ -92,6 +94,8 @@ def _decide(request: ModelRequest) -> ToolCallPart | str:
         spec = _tool(request, request.force_tool)
         if request.purpose == "grounding_check":
             return _call(spec, grounding(request.context, last.text), request)
+        if request.purpose == "judge":
+            return _call(spec, judgement(request.context), request)
         return _call(spec, fill_schema(spec.parameters, _source_text(request)), request)
     if request.purpose == "query_rewrite":
         return search_query(last.text)

@@ -1,6 +1,6 @@
 """The offline model's answers made of text it was given: a RAG answer quoted from its
-passages, the grounding verdict on an answer, a question rewritten as a search query, and
-what it says of the images and documents a user sent."""
+passages, the grounding verdict on an answer, a judge's score of an answer, a question
+rewritten as a search query, and what it says of the images and documents a user sent."""
 
 from __future__ import annotations
 
@@ -61,6 +61,25 @@ def grounding(passages: tuple[str, ...], checked: str) -> dict[str, Any]:
     supported = [len(words(s) & known) / len(words(s)) >= 0.6 for s in said]
     score = sum(supported) / len(supported) if supported else 1.0
     return {"grounded": all(supported), "score": round(score, 3)}
+
+
+def judgement(context: tuple[str, ...]) -> dict[str, Any]:
+    """A judge's score: the share of the reference's content words the answer has.
+
+    `context` is (the answer, its reference: the case's expected output, else the rubric).
+    Deterministic, so an experiment's judge is tested with no provider.
+    """
+    answer, reference = (*context, "", "")[:2]
+    wanted, said = words(reference), words(answer)
+    if not wanted:
+        has = bool(said)
+        return {"score": float(has), "reason": "an answer" if has else "no answer"}
+    found = sorted(wanted & said)
+    missing = sorted(wanted - said)
+    reason = f"the answer has {len(found)} of the reference's {len(wanted)} words"
+    if missing:
+        reason += ": it lacks " + ", ".join(missing[:10]) + (" …" if len(missing) > 10 else "")
+    return {"score": round(len(found) / len(wanted), 3), "reason": reason}
 
 
 def search_query(question: str) -> str:

@@ -33,7 +33,7 @@ from agents.runtime.spec import AgentSpec, McpServerSpec, Retriever
 def agent_spec(*, target: RunTarget) -> AgentSpec:
     """Everything the runtime needs about a version, task agents behind its tools included."""
     config = _parsed_config(target)
-    provider_name, model = _model_route(config.llm_model_id, target.model_provider)
+    provider_name, model = model_route(config.llm_model_id, target.model_provider)
     task_agents: dict[str, AgentSpec] = {}
     mcp_servers: tuple[McpServerSpec, ...] = ()
     if isinstance(config, ToolAgentConfig):
@@ -79,7 +79,7 @@ _configs: dict[Any, AgentConfig] = {}
 _configs_lock = threading.Lock()
 
 
-def _model_route(model_id: str, provider: str | None) -> tuple[str, str]:
+def model_route(model_id: str, provider: str | None) -> tuple[str, str]:
     """(provider, reported model) for a model id and the catalog's provider of it (None:
     not in the catalog); LLM_OFFLINE sends all to the local model."""
     if settings.LLM_OFFLINE:

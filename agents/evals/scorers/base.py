@@ -8,6 +8,8 @@ query per scorer.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -62,9 +64,18 @@ class Score:
     score: float  # 0 to 1
     passed: bool
     reason: str
+    # The tokens a scorer spent itself (a judge's model call), as a run counts its own.
+    usage: dict[str, int] | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {"score": round(self.score, 4), "passed": self.passed, "reason": self.reason}
+        scored: dict[str, Any] = {
+            "score": round(self.score, 4),
+            "passed": self.passed,
+            "reason": self.reason,
+        }
+        if self.usage is not None:
+            scored["usage"] = self.usage
+        return scored
 
 
 class Scorer(Protocol):
@@ -82,3 +93,45 @@ def failed_run(observed: Observed) -> Score | None:
     if observed.failed is None:
         return None
     return Score(0.0, False, f"the run did not complete: {observed.failed}")
+
+
+def fraction(found: int, of: int, reason: str) -> Score:
+    """A score counted over a case's expectations: passed only when all of them are met."""
+    return Score(found / of if of else 1.0, found == of, reason)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equal as JSON values: 1 equals 1.0, but true is not 1 (as it is in Python)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+_FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\n(.*)\n```\Z", re.DOTALL)
+
+
+def output_value(observed: Observed) -> tuple[bool, Any]:
+    """The run's output as a JSON value: a structured output as it is; a text answer parsed
+    as JSON (inside a Markdown code fence too, as models often write it). (False, the
+    text) when the answer is not JSON."""
+    if observed.output is not None and not isinstance(observed.output, str):
+        return True, observed.output
+    text = observed.answer.strip()
+    fenced = _FENCE.match(text)
+    try:
+        return True, json.loads(fenced.group(1) if fenced else text)
+    except (ValueError, RecursionError):  # not JSON, or nested past what a parser takes
+        return False, observed.answer
+
+
+def shown(value: Any, limit: int = 120) -> str:
+    """A value quoted in a reason: JSON, cut to `limit` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = json.dumps(text, ensure_ascii=False) if isinstance(value, str) else text
+    return text if len(text) <= limit else text[: limit - 1] + "…"
