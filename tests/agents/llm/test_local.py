@@ -366,6 +366,32 @@ def test_a_grounding_check_goes_by_the_passages() -> None:
     }
 
 
+def test_a_judge_scores_the_share_of_the_reference_s_words_the_answer_has() -> None:
+    tool = ToolSpec("judge_score", "Report", {"type": "object"})
+
+    def judge(answer: str, reference: str) -> dict[str, Any]:
+        # The prompt's wording is not read: the answer and its reference come as context.
+        request = ModelRequest(
+            MODEL,
+            "Grade it.",
+            (Message("user", "<answer>ignored</answer>"),),
+            (tool,),
+            force_tool="judge_score",
+            purpose="judge",
+            context=(answer, reference),
+        )
+        return the_call(run(request))[1]
+
+    assert judge("Vacation is 25 days a year.", "25 days of vacation per year") == {
+        "score": 0.75,
+        "reason": "the answer has 3 of the reference's 4 words: it lacks per",
+    }
+    assert judge("Twenty-five days.", "Twenty-five days.")["score"] == 1.0
+    assert judge("", "days")["score"] == 0.0
+    assert judge("anything", "") == {"score": 1.0, "reason": "an answer"}
+    assert judge("", "") == {"score": 0.0, "reason": "no answer"}
+
+
 def test_a_task_restates_its_prompt_and_fills_its_schema_from_it() -> None:
     prompt = "Rate the sentiment of this review of Acme kettle: 2 minutes, very positive."
     inputs = Message("user", 'Inputs:\n{"product": "Acme kettle"}')
