@@ -1,5 +1,5 @@
 """The admin: environments, agents and their versions, catalogs, API clients, MCP servers,
-runs, the approvals inbox, schedules (documents: retrieval.admin)."""
+runs, the approvals inbox, schedules, datasets (documents: retrieval.admin)."""
 
 from agents.access import admin as access
 from agents.admin import (
@@ -9,6 +9,7 @@ from agents.admin import (
     runs,
     versions,
 )
+from agents.evals import admin as evals  # registers Dataset's admin
 from agents.mcp_registry import admin as mcp_registry  # registers McpServer's admin
 from agents.schedules import admin as schedules  # registers Schedule's admin
 from agents.webhooks import admin as webhooks  # agent webhooks, the delivery log
@@ -19,6 +20,7 @@ __all__ = [
     "access",
     "agents",
     "approvals",
+    "evals",
     "llm_models",
     "mcp_registry",
     "runs",

@@ -29,6 +29,7 @@ from agents.admin.forms import (
     config_text,
 )
 from agents.evals.admin_urls import experiment_urls
+from agents.evals.from_runs import PlaygroundCaseView, PlaygroundFeedbackView
 from agents.examples import TEMPLATES
 from agents.models import Agent, AgentType, AgentVersion, Environment
 from agents.protocols.playground.views import (
@@ -270,6 +271,16 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
                 name="agents_agent_playground_approvals",
             ),
             *experiment_urls(self.admin_site),
+            path(
+                "<str:object_id>/playground/runs/<str:run_id>/feedback/",
+                PlaygroundFeedbackView.as_view(),
+                name="agents_agent_playground_feedback",
+            ),
+            path(
+                "<str:object_id>/playground/runs/<str:run_id>/dataset/",
+                PlaygroundCaseView.as_view(),
+                name="agents_agent_playground_case",
+            ),
             *super().get_urls(),
         ]
 

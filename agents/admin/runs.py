@@ -5,15 +5,16 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
-from django.urls import reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
 from agentbuilder.users import request_user
 from agents.admin.timeline import timeline
+from agents.evals.from_runs import add_case_view, feedback_view, run_page_context
 from agents.models import RUN_ENDED, Run
 from agents.runs.leases import runs_mark_failed
 from agents.selectors.runs import runs_visible
@@ -71,9 +72,38 @@ class RunAdmin(admin.ModelAdmin):
     ]
     readonly_fields = ["id", *SUMMARY, "steps_timeline", "pretty_messages", "pretty_output"]
     actions = ["mark_failed"]
+    # Below the run, its feedback and "Add to dataset" (agents/evals/from_runs.py).
+    change_form_template = "admin/agents/run/change_form.html"
 
     class Media:
         css = {"all": ["agents/runs.css"]}
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path(
+                "<str:object_id>/feedback/",
+                self.admin_site.admin_view(feedback_view),
+                name="agents_run_feedback",
+            ),
+            path(
+                "<str:object_id>/add-to-dataset/",
+                self.admin_site.admin_view(add_case_view),
+                name="agents_run_add_case",
+            ),
+            *super().get_urls(),
+        ]
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        run = self.get_object(request, object_id)
+        if run is not None:
+            extra_context = {**(extra_context or {}), **run_page_context(request, run)}
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
         runs = super().get_queryset(request)

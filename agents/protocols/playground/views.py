@@ -25,6 +25,7 @@ from agentbuilder.api.views import ApiView
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid, NotFound
 from agentbuilder.users import User, request_user
+from agents.evals.from_runs import playground_settings
 from agents.models import Agent, AgentType
 from agents.protocols.native.request import ApprovalsBody
 from agents.protocols.playground.encoder import PlaygroundEncoder
@@ -68,6 +69,8 @@ def playground_page(site: AdminSite, request: HttpRequest, object_id: str) -> Te
                 "admin:agents_agent_playground_approvals", args=[agent.pk, NO_RUN]
             ),
             "noRun": NO_RUN,
+            # Under each answer: thumbs, and "Add to dataset" (agents/evals/from_runs.py).
+            **playground_settings(request_user(request), agent, NO_RUN),
         },
     }
     return TemplateResponse(request, "admin/agents/agent/playground.html", context)

@@ -180,6 +180,64 @@
       }
       if (line.sources && line.sources.length) this.showSources(line.sources);
       this.footer(line);
+      this.answer.append(this.evals(line));
+    }
+
+    // Under a completed answer: thumbs with an optional comment and, where the user may
+    // edit a dataset of this agent's type here, "Add to dataset" with the answer as the
+    // expected output, editable (agents/evals/from_runs.py).
+    evals(line) {
+      const url = (template) => template.replace(settings.noRun, this.runId);
+      const comment = el("input", {
+        type: "text",
+        class: "pg-feedback-comment",
+        maxlength: "4000",
+        placeholder: "Comment (optional)",
+      });
+      const up = el("button", { type: "button", class: "pg-thumb pg-thumb-up", title: "Good answer", text: "👍" });
+      const down = el("button", { type: "button", class: "pg-thumb pg-thumb-down", title: "Bad answer", text: "👎" });
+      const said = el("span", { class: "pg-said pg-feedback-said" });
+      const thumb = async (score, chosen) => {
+        const answer = await postJson(url(settings.feedbackUrl), { score, comment: comment.value.trim() });
+        said.classList.toggle("pg-said-error", !answer.ok);
+        if (!answer.ok) {
+          said.textContent = errorText(answer.body, answer.status);
+          return;
+        }
+        for (const button of [up, down]) button.classList.toggle("pg-thumb-chosen", button === chosen);
+        said.textContent = "Feedback saved.";
+      };
+      up.addEventListener("click", () => thumb(1, up));
+      down.addEventListener("click", () => thumb(-1, down));
+      const box = el("div", { class: "pg-evals" }, el("div", { class: "pg-feedback" }, up, down, comment, said));
+      if (settings.datasets.length) box.append(this.addToDataset(line, url(settings.caseUrl)));
+      return box;
+    }
+
+    addToDataset(line, caseUrl) {
+      const select = el("select", { class: "pg-case-dataset", "aria-label": "Dataset" });
+      for (const d of settings.datasets) select.append(el("option", { value: d.id, text: d.name }));
+      const expected = el("textarea", { class: "pg-case-expected", rows: "3", "aria-label": "Expected output" });
+      expected.value =
+        line.structured && !line.guardrail ? JSON.stringify(line.structured, null, 2) : line.answer || "";
+      const add = el("button", { type: "button", class: "pg-case-add", text: "Add" });
+      const said = el("div", { class: "pg-said pg-case-said" });
+      add.addEventListener("click", async () => {
+        add.disabled = true;
+        const answer = await postJson(caseUrl, { datasetId: select.value, expectedOutput: expected.value });
+        add.disabled = false;
+        said.classList.toggle("pg-said-error", !answer.ok);
+        if (!answer.ok) {
+          said.textContent = errorText(answer.body, answer.status);
+          return;
+        }
+        said.replaceChildren(answer.body.said + " ", el("a", { href: answer.body.datasetUrl, text: "Open" }));
+      });
+      return el("details", { class: "pg-add-case" },
+        el("summary", { text: "Add to dataset" }),
+        el("div", { class: "pg-label", text: "Dataset" }), select,
+        el("div", { class: "pg-label", text: "Expected output" }), expected,
+        el("div", {}, add), said);
     }
 
     // The turn waits for a person: each gated call gets Approve / Reject (with a message
@@ -303,6 +361,27 @@
       columns.append(column);
       return new Turn(null, { column, version: select.value, label: chosenLabel(select) });
     });
+  }
+
+  // A small JSON POST (feedback, a case): whether it went, its status and its body.
+  async function postJson(url, payload) {
+    try {
+      const response = await fetch(url, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+        body: JSON.stringify(payload),
+      });
+      let body = null;
+      try {
+        body = await response.json();
+      } catch (_) {
+        // not JSON: the status says enough
+      }
+      return { ok: response.ok, status: response.status, body };
+    } catch (error) {
+      return { ok: false, status: 0, body: { detail: `The request failed: ${error.message}` } };
+    }
   }
 
   // A turn, or (with `url`, the approvals view) the decisions that resume a waiting one.
