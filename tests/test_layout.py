@@ -121,6 +121,9 @@ BEHAVIOUR_SUITES: dict[str, str] = {
     "agents/evals/test_experiments_browser.py": (
         "experiments in a real browser: the form, the progress bar, cancel and compare"
     ),
+    "agents/evals/test_admin_browser.py": (
+        "datasets in a real browser: the case table, a run's page and the playground"
+    ),
     # tests/agents: whole-app behaviour
     "agents/test_bad_input.py": "malformed input on every route",
     "agents/test_concurrency.py": "concurrent writes through services and the database",

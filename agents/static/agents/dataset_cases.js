@@ -48,6 +48,8 @@
   // The page's revision and count follow each save; the revision select gains the new one.
   function showRevision(revision, count) {
     document.getElementById("dataset-revision").textContent = revision;
+    const field = document.querySelector(".field-revision .readonly"); // the form's, above
+    if (field) field.textContent = revision;
     document.getElementById("dataset-count").textContent = count;
     document.getElementById("dataset-cases").dataset.revision = revision;
     const select = document.getElementById("dataset-revision-select");

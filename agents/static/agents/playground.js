@@ -194,8 +194,10 @@
         maxlength: "4000",
         placeholder: "Comment (optional)",
       });
-      const up = el("button", { type: "button", class: "pg-thumb pg-thumb-up", title: "Good answer", text: "👍" });
-      const down = el("button", { type: "button", class: "pg-thumb pg-thumb-down", title: "Bad answer", text: "👎" });
+      const thumbButton = (kind, title, text) =>
+        el("button", { type: "button", class: `pg-thumb pg-thumb-${kind}`, title, "aria-label": title, text });
+      const up = thumbButton("up", "Good answer", "👍");
+      const down = thumbButton("down", "Bad answer", "👎");
       const said = el("span", { class: "pg-said pg-feedback-said" });
       const thumb = async (score, chosen) => {
         const answer = await postJson(url(settings.feedbackUrl), { score, comment: comment.value.trim() });
@@ -220,7 +222,7 @@
       const expected = el("textarea", { class: "pg-case-expected", rows: "3", "aria-label": "Expected output" });
       expected.value =
         line.structured && !line.guardrail ? JSON.stringify(line.structured, null, 2) : line.answer || "";
-      const add = el("button", { type: "button", class: "pg-case-add", text: "Add" });
+      const add = el("button", { type: "button", class: "button pg-case-add", text: "Add" });
       const said = el("div", { class: "pg-said pg-case-said" });
       add.addEventListener("click", async () => {
         add.disabled = true;
