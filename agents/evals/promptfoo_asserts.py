@@ -26,9 +26,10 @@ class Warn(Protocol):
 
 APPROXIMATED = "approximated"
 _SPECIAL = frozenset("\\.^$|?*+()[]{}")
-# The scorers' options (agents.evals.scorers): one place to follow them.
+# The scorers' options (agents.evals.scorers.registry): one place to follow them.
 IGNORE_CASE = "ignoreCase"
 MAX = "max"
+LEAST_PASSING = "passAt"
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,14 @@ class Assertion:
         return cls(kind.removeprefix("not-"), negated, value, item, loc)
 
 
+@dataclass(frozen=True)
+class Rubric:
+    text: str
+    pass_at: float | None  # the assertion's threshold: the least passing score
+    grader: Any  # the promptfoo provider it names, if any
+    loc: Loc
+
+
 @dataclass
 class CaseExpectation:
     """What one case's assertions ask: its `expected`, and what its scorers' options need."""
@@ -66,7 +75,7 @@ class CaseExpectation:
     ignore_case: list[tuple[bool, Loc]] = field(default_factory=list)  # per contains kind
     max_latency_ms: tuple[float, Loc] | None = None
     max_cost_usd: tuple[float, Loc] | None = None
-    rubric: tuple[str, Any, Loc] | None = None  # the rubric, its grader, its path
+    rubric: Rubric | None = None
 
 
 Handler = Callable[[CaseExpectation, Assertion, Any, Any, Warn], None]
@@ -218,7 +227,10 @@ def _threshold(a: Assertion) -> float:
 
 
 def _latency(e: CaseExpectation, a: Assertion, value: Any, grader: Any, warn: Warn) -> None:
-    e.max_latency_ms = _stricter(e.max_latency_ms, (_threshold(a), a.loc))
+    threshold = _threshold(a)
+    if threshold < 1:
+        raise Invalid.at((*a.loc, "threshold"), "a number of milliseconds, at least 1")
+    e.max_latency_ms = _stricter(e.max_latency_ms, (threshold, a.loc))
 
 
 def _cost(e: CaseExpectation, a: Assertion, value: Any, grader: Any, warn: Warn) -> None:
@@ -240,7 +252,14 @@ def _rubric(e: CaseExpectation, a: Assertion, value: Any, grader: Any, warn: War
     if e.rubric is not None:
         warn(a.loc, "not imported: the test has a rubric already (one judge grades a case)")
         return
-    e.rubric = (value, grader, a.loc)
+    threshold = a.data.get("threshold")
+    if threshold is not None and (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not 0 <= threshold <= 1
+    ):
+        raise Invalid.at((*a.loc, "threshold"), "the least passing score, from 0 to 1")
+    e.rubric = Rubric(value, threshold, grader, a.loc)
 
 
 def _tools(e: CaseExpectation, a: Assertion, warn: Warn) -> list[dict[str, Any]] | None:
@@ -393,20 +412,21 @@ def _judge_spec(
     given = [r for r in rubrics if r is not None]
     if not given:
         return None
-    if len({r[0] for r in given}) > 1 or len(given) < len(rubrics):
-        for _, _, at in {r[2]: r for r in given}.values():
+    if len({(r.text, r.pass_at) for r in given}) > 1 or len(given) < len(rubrics):
+        for at in dict.fromkeys(r.loc for r in given):
             warn(
                 at,
                 "not imported: a judge's rubric is the experiment's, for every case, and not "
                 "every test has this one; run such tests as their own experiment",
             )
         return None
-    rubric, grader, loc = given[0]
-    model = judge or catalog_model(grader)
+    rubric = given[0]
+    model = judge or catalog_model(rubric.grader)
     if model is None:
-        warn(loc, "not imported: no grader model (options.provider); name a catalog model")
+        warn(rubric.loc, "not imported: no grader model (options.provider); name a catalog model")
         return None
-    return {"name": "judge", "model": model, "rubric": rubric}
+    spec = {"name": "judge", "model": model, "rubric": rubric.text}
+    return spec if rubric.pass_at is None else {**spec, LEAST_PASSING: rubric.pass_at}
 
 
 def catalog_model(provider: Any) -> str | None:

@@ -14,6 +14,8 @@ from django.core.management.base import CommandError
 from agentbuilder.errors import Invalid
 from agents.access.permissions import Action, grant
 from agents.evals.imports import promptfoo_dataset_import
+from agents.evals.promptfoo import promptfoo_import
+from agents.evals.scorers.registry import scorers_check
 from agents.evals.selectors import dataset_cases
 from agents.evals.services import dataset_create
 from agents.models import Dataset, Environment
@@ -129,3 +131,44 @@ def test_the_command_refuses_at_the_configurations_path(
         command(path, "--dataset", "d", "--agent-type", "tool", "--user", "stranger")
     assert "EDIT permission" in str(raised.value)
     assert not Dataset.objects.exists()
+
+
+EVERY_SCORER = """
+tests:
+  - vars: {prompt: a}
+    options: {provider: 'openai:gpt-4o-mini'}
+    assert:
+      - {type: equals, value: a}
+      - {type: icontains, value: a}
+      - {type: regex, value: a}
+      - {type: is-json}
+      - type: trajectory:tool-args-match
+        value: {name: search, args: {q: a}}
+      - {type: latency, threshold: 900.5}
+      - {type: cost, threshold: 1}
+      - {type: llm-rubric, value: is short, threshold: 0.7}
+"""
+
+
+def test_the_scorers_an_import_names_are_ones_experiments_take(env: Environment) -> None:
+    scorers = promptfoo_import(EVERY_SCORER, agent_type="tool").scorers
+    names = [s["name"] for s in scorers]
+    assert names == [
+        "exact",
+        "contains",
+        "regex",
+        "json_schema",
+        "trajectory",
+        "tool_args",
+        "max_latency_ms",
+        "max_cost_usd",
+        "judge",
+    ]
+    stored = scorers_check(scorers, loc=("body", "scorers"))
+    assert [s["name"] for s in stored] == names
+    by_name = {s["name"]: s for s in stored}
+    assert by_name["contains"]["ignoreCase"] is True
+    assert by_name["max_latency_ms"]["max"] == 900
+    assert by_name["max_cost_usd"]["max"] == 1.0
+    assert by_name["judge"]["model"] == "openai/gpt-4o-mini"
+    assert by_name["judge"]["passAt"] == 0.7
