@@ -12,7 +12,7 @@ from django.urls import reverse
 from agents.access.permissions import Action
 from agents.evals.selectors import dataset_cases
 from agents.evals.services import case_replace
-from agents.models import Dataset
+from agents.models import AliasGate, Dataset
 from tests.support.datasets_admin import change_url, dataset_with, signed_in, staff
 
 LIST = reverse("admin:agents_dataset_changelist")
@@ -151,3 +151,38 @@ def test_a_stranger_to_the_environment_finds_no_dataset(
     assert page.status_code == 302  # the admin's "doesn't exist" goes back to the index
     assert stranger.get(change_url(dataset), follow=True).status_code == 200
     assert "What is 3x5?" not in text_of(stranger.get(change_url(dataset), follow=True))
+
+
+def test_a_dataset_an_alias_gate_uses_is_not_deleted_and_the_page_says_why(
+    env: Any, admin_user: Any, make_agent: Any
+) -> None:
+    dataset = dataset_with(admin_user, env, "What is 3x5?")
+    AliasGate.objects.create(
+        agent=make_agent("calc"), name="prod", dataset=dataset, scorers=[], thresholds={}
+    )
+    delete = reverse("admin:agents_dataset_delete", args=[dataset.pk])
+
+    refused = signed_in(admin_user).post(delete, {"post": "yes"}, follow=True)
+
+    assert refused.redirect_chain == [(change_url(dataset), 302)]
+    [said] = [str(m) for m in refused.context["messages"]]
+    assert "gates an alias" in said
+    assert dataset_cases(Dataset.objects.get(pk=dataset.pk)).count() == 1
+
+
+def test_the_cases_are_shown_a_hundred_a_page_in_a_bounded_number_of_queries(
+    env: Any, admin_user: Any, django_assert_max_num_queries: Any
+) -> None:
+    dataset = dataset_with(admin_user, env, *(f"Question {i}" for i in range(1, 151)))
+    browser = signed_in(admin_user)
+    browser.get(change_url(dataset))  # the session and the admin's caches warmed
+
+    with django_assert_max_num_queries(20):
+        first = browser.get(change_url(dataset))
+    second = browser.get(change_url(dataset), {"page": "2"})
+
+    assert len(first.context["cases_rows"]) == 100
+    assert first.context["cases_count"] == 150
+    rows = second.context["cases_rows"]
+    assert [r["case"].position for r in (rows[0], rows[-1])] == [101, 150]
+    assert "page 2 of 2" in text_of(second)
