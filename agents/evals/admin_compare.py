@@ -19,6 +19,8 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 from agentbuilder.users import request_user
 from agents.evals.admin_experiments import (
@@ -45,6 +47,12 @@ SHOWS: dict[str, str] = {
     "changed": "Changed",
 }
 ORDER = {"regression": 0, "improvement": 1, "changed": 2, "only_a": 3, "only_b": 3, "same": 4}
+VERDICTS: dict[bool | None, tuple[str, str]] = {
+    True: ("pass", "pass"),
+    False: ("fail", "fail"),
+    None: ("quiet", "undecided"),
+}
+NOT_RUN = SafeString('<td class="cell-text compare-side"><em class="quiet">not run</em></td>')
 LABELS = {
     "regression": "regression",
     "improvement": "improvement",
@@ -158,28 +166,60 @@ def _shown(change: Change, show: str) -> bool:
 
 
 def _row(row: Row, change: Change, names: list[str], run_url: str) -> dict[str, Any]:
-    return {
-        "row": row,
-        "change": change,
-        "change_label": LABELS[change],
-        "expected": pretty(row.expected),
-        "sides": [_side(row.a, names, run_url), _side(row.b, names, run_url)],
-    }
+    return {"row": row, "change": change, "html": row_html(row, change, names, run_url)}
 
 
-def _side(side: Side | None, names: list[str], run_url: str) -> dict[str, Any] | None:
+# A row is built here rather than in the template: the template engine's cost is per node,
+# and a row's nodes grow with its sides' scorers and tool calls, times 100 rows a page.
+def row_html(row: Row, change: Change, names: list[str], run_url: str) -> SafeString:
+    """One case's table row: its position, change, input and expectation, then A and B."""
+    return format_html(
+        '<tr class="change-{0}" data-change="{0}" data-position="{1}"><td>{1}</td>'
+        '<td><span class="change-badge">{2}</span></td><td class="cell-text">{3}</td>'
+        '<td class="cell-text"><pre>{4}</pre></td>{5}{6}</tr>',
+        change,
+        row.position,
+        LABELS[change],
+        row.input,
+        pretty(row.expected),
+        side_html(row.a, names, run_url),
+        side_html(row.b, names, run_url),
+    )
+
+
+def side_html(side: Side | None, names: list[str], run_url: str) -> SafeString:
+    """One experiment's cell of a case: pass or fail, latency and run, answer, tool calls,
+    scores (each reason on hover), error."""
     if side is None:
-        return None
-    return {
-        "side": side,
-        "tools": [_call(c) for c in side.tool_calls],
-        "scores": [(name, score_cell(side.scores.get(name))) for name in names],
-        "latency": milliseconds(side.latency_ms),
-        "pass_rate": percent(side.pass_rate),
-        "mixed": side.pass_rate is not None and 0 < side.pass_rate < 1,  # repetitions differ
-        "run_url": run_url.replace(NO_RUN, side.run_id) if side.run_id else "",
-        "error": pretty(side.error),
-    }
+        return NOT_RUN
+    css, word = VERDICTS[side.passed]
+    head = [format_html('<span class="{}">{}</span>', css, word)]
+    if side.pass_rate is not None and 0 < side.pass_rate < 1:  # repetitions that differ
+        head.append(format_html("{} of runs", percent(side.pass_rate)))
+    head.append(format_html("{}", milliseconds(side.latency_ms)))
+    if side.run_id:
+        head.append(format_html('<a href="{}">run</a>', run_url.replace(NO_RUN, side.run_id)))
+    tools = format_html_join("", "<li><code>{}</code></li>", ((_call(c),) for c in side.tool_calls))
+    cells = (score_cell(side.scores.get(name)) for name in names)
+    scores = format_html_join(
+        " ",
+        '<span class="{}" title="{}">{} {}</span>',
+        (
+            ("pass" if cell["passed"] else "fail", cell["reason"], name, cell["score"])
+            for name, cell in zip(names, cells, strict=True)
+            if cell is not None
+        ),
+    )
+    error = pretty(side.error)
+    return format_html(
+        '<td class="cell-text compare-side"><div class="side-head">{}</div>'
+        '<div class="side-answer">{}</div>{}<div class="side-scores">{}</div>{}</td>',
+        format_html_join(" · ", "{}", ((part,) for part in head)),
+        side.answer,
+        format_html('<ol class="side-tools">{}</ol>', tools) if side.tool_calls else "",
+        scores,
+        format_html('<pre class="result-error">{}</pre>', error) if error else "",
+    )
 
 
 def _call(call: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from agents.access.permissions import Action, grant
 from agents.evals import admin_compare
+from agents.evals.compare import Row, Side
 from agents.models import Agent, Experiment
 from tests.factories import UserFactory
 from tests.fakes.openai import FakeOpenAI
@@ -171,3 +172,28 @@ def test_a_page_costs_the_same_queries_for_more_cases_and_shows_100_rows(
     assert changes(first) == [(1, "regression"), (2, "regression")]
     assert changes(second) == [(3, "same")]
     assert 'class="next-page"' in first.content.decode()
+
+
+def test_a_row_escapes_what_the_runs_answered() -> None:
+    hostile = '<script>alert("x")</script>'
+    side = Side(
+        answer=hostile,
+        tool_calls=[{"name": hostile, "arguments": {"q": hostile}}],
+        scores={"exact": {"score": 0.0, "passed": False, "reason": f'" onmouseover="{hostile}'}},
+        passed=False,
+        pass_rate=0.5,
+        run_id=None,
+        latency_ms=12,
+        error={"message": hostile},
+    )
+    row = Row(
+        case_id="c", position=1, input=hostile, expected=hostile, a=side, b=None, change="only_a"
+    )
+
+    html = str(admin_compare.row_html(row, "only_a", ["exact"], "/runs/x/"))
+
+    assert "<script>" not in html
+    assert '" onmouseover=' not in html
+    assert html.count("&lt;script&gt;") >= 5  # input, expected, answer, tool call, error
+    assert "50.0% of runs" in html
+    assert "not run" in html  # B has no result for the case
