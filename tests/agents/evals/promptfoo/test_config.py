@@ -1,6 +1,6 @@
 """A promptfoo configuration imported (docs/api.md#importing-a-promptfoo-configuration): its
-tests as cases that pass case_check, its assertions as expected fields and scorers, what
-does not carry over as warnings at its path, and bad input refused at its path."""
+tests as cases that pass case_check, the message a tool or RAG agent is sent, and files and
+malformed input refused at their path."""
 
 from __future__ import annotations
 
@@ -9,13 +9,10 @@ from typing import Any
 import pytest
 
 from agentbuilder.errors import Invalid
-from agents.evals.cases import case_check
 from agents.evals.files import MAX_YAML_BYTES
-from agents.evals.promptfoo import PromptfooImport, promptfoo_import
-from agents.evals.promptfoo_asserts import catalog_model
+from agents.evals.promptfoo import promptfoo_import
+from tests.support.promptfoo import imported, refused, warnings
 
-# As promptfoo's examples write them: prompts, providers, a defaultTest, tests with vars
-# and assertions of the deterministic kinds, and a few that do not carry over.
 SUPPORT_BOT = """
 description: Acme support bot
 prompts:
@@ -74,24 +71,6 @@ tests:
         value: 9 to 5
         threshold: 0.8
 """
-
-
-def imported(config: str, agent_type: str = "tool", **options: Any) -> PromptfooImport:
-    result = promptfoo_import(config, agent_type=agent_type, **options)
-    for i, case in enumerate(result.cases):  # what cases_add would check
-        case_check(case, agent_type=agent_type, loc=("body", i))
-    return result
-
-
-def refused(config: str, agent_type: str = "tool", **options: Any) -> tuple[list[Any], str]:
-    with pytest.raises(Invalid) as raised:
-        promptfoo_import(config, agent_type=agent_type, **options)
-    [error] = raised.value.errors
-    return list(error.loc), error.msg
-
-
-def warnings(result: PromptfooImport) -> dict[tuple[Any, ...], str]:
-    return {w.loc: w.msg for w in result.warnings}
 
 
 def test_a_support_bot_configuration_becomes_cases_and_scorers() -> None:
@@ -220,151 +199,6 @@ tests:
     [note] = result.warnings
     assert note.loc == ("config", "tests", 0, "assert", 0)
     assert note.type == "approximated"
-
-
-def test_case_insensitive_contains_everywhere_sets_the_scorers_option() -> None:
-    config = """
-tests:
-  - vars: {prompt: hi}
-    assert:
-      - {type: icontains, value: Hello}
-      - {type: icontains-all, value: 'a, b'}
-      - {type: not-icontains, value: bye}
-"""
-    result = imported(config)
-    assert result.cases[0]["expected"] == {"contains": ["Hello", "a", "b"], "notContains": ["bye"]}
-    assert result.scorers == [{"name": "contains", "ignoreCase": True}]
-    assert result.warnings == []
-
-
-def test_starts_with_and_case_insensitive_contains_any_are_regexes() -> None:
-    config = """
-tests:
-  - vars: {prompt: a}
-    assert: [{type: starts-with, value: 'Yes (1.5)'}]
-  - vars: {prompt: b}
-    assert:
-      - {type: icontains-any, value: [a+b, c]}
-      - {type: regex, value: x}
-"""
-    result = imported(config)
-    assert result.cases[0]["expected"] == {"regex": "\\AYes \\(1\\.5\\)"}
-    assert result.cases[1]["expected"] == {"regex": "(?i)a\\+b|c"}
-    # A case has one regex: the second is left out, said where.
-    assert "regular expression already" in warnings(result)[("config", "tests", 1, "assert", 1)]
-
-
-def test_bounds_that_differ_between_tests_keep_the_strictest() -> None:
-    config = """
-tests:
-  - vars: {prompt: a}
-    assert: [{type: latency, threshold: 2000}, {type: cost, threshold: 0.01}]
-  - vars: {prompt: b}
-    assert: [{type: latency, threshold: 1500.5}, {type: cost}]
-"""
-    result = imported(config)
-    assert result.scorers == [
-        {"name": "max_latency_ms", "max": 1500},
-        {"name": "max_cost_usd", "max": 0.01},
-    ]
-    notes = warnings(result)
-    assert "the tests' differ" in notes[("config", "tests", 1, "assert", 0)]
-    assert "other tests have none" in notes[("config", "tests", 0, "assert", 1)]
-    assert "without a threshold" in notes[("config", "tests", 1, "assert", 1)]
-
-
-def test_a_rubric_that_is_not_every_tests_is_left_out() -> None:
-    config = """
-tests:
-  - vars: {prompt: a}
-    assert: [{type: llm-rubric, value: is kind, provider: 'bedrock:amazon.nova-micro-v1:0'}]
-  - vars: {prompt: b}
-    assert: [{type: llm-rubric, value: is short}]
-"""
-    result = imported(config)
-    assert result.scorers == []
-    assert set(warnings(result)) == {
-        ("config", "tests", 0, "assert", 0),
-        ("config", "tests", 1, "assert", 0),
-    }
-    same = config.replace("is short", "is kind")
-    assert imported(same).scorers == [
-        {"name": "judge", "model": "amazon.nova-micro-v1:0", "rubric": "is kind"}
-    ]
-    assert imported(same, judge_model="local.demo-v1").scorers[0]["model"] == "local.demo-v1"
-
-
-def test_a_rubric_without_a_grader_is_left_out_unless_a_model_is_named() -> None:
-    config = "tests:\n  - vars: {prompt: a}\n    assert: [{type: llm-rubric, value: is kind}]\n"
-    result = imported(config)
-    assert result.scorers == []
-    assert "no grader model" in warnings(result)[("config", "tests", 0, "assert", 0)]
-    assert imported(config, judge_model="local.demo-v1").scorers == [
-        {"name": "judge", "model": "local.demo-v1", "rubric": "is kind"}
-    ]
-
-
-def test_catalog_model_reads_promptfoos_provider_ids() -> None:
-    assert catalog_model("openai:gpt-4o-mini") == "openai/gpt-4o-mini"
-    assert catalog_model({"id": "openai:chat:gpt-4o"}) == "openai/gpt-4o"
-    assert catalog_model("bedrock:converse:amazon.nova-micro-v1:0") == "amazon.nova-micro-v1:0"
-    assert catalog_model("anthropic:messages:claude") == "anthropic:messages:claude"
-    assert catalog_model(None) is None
-
-
-def test_tool_trajectories_become_expected_calls() -> None:
-    config = """
-tests:
-  - vars: {prompt: Book a flight}
-    assert:
-      - type: trajectory:tool-sequence
-        value: {mode: exact, steps: [search_flights, book]}
-      - type: trajectory:tool-args-match
-        value: {name: book, args: {seat: aisle}}
-  - vars: {prompt: 'Weather?'}
-    assert:
-      - {type: trajectory:tool-used, value: weather}
-      - {type: trajectory:tool-used, value: [a, b]}
-"""
-    result = imported(config)
-    assert result.cases[0]["expected"] == {
-        "toolCalls": [{"name": "search_flights"}, {"name": "book", "arguments": {"seat": "aisle"}}],
-        "toolCallsOrder": "exact",
-    }
-    assert result.cases[1]["expected"] == {"toolCalls": [{"name": "weather"}]}
-    assert result.scorers == [{"name": "trajectory"}, {"name": "tool_args"}]
-    assert "one tool's name" in warnings(result)[("config", "tests", 1, "assert", 1)]
-    rag = imported(config, agent_type="rag")
-    assert "calls no tools" in warnings(rag)[("config", "tests", 0, "assert", 0)]
-    assert "expected" not in rag.cases[0]
-
-
-def test_what_does_not_carry_over_is_said_where() -> None:
-    config = """
-assertionTemplates:
-  short: {type: javascript, value: output.length < 9}
-tests:
-  - vars: {prompt: a}
-    threshold: 0.5
-    options: {transform: output.trim()}
-    assert:
-      - {$ref: '#/assertionTemplates/short'}
-      - {type: not-equals, value: x}
-      - {type: contains, value: a, transform: output.toLowerCase()}
-      - {type: factuality, value: A is a}
-      - {type: levenshtein, value: a, threshold: 2}
-scenarios: []
-"""
-    notes = warnings(imported(config))
-    at = ("config", "tests", 0)
-    assert "`$ref`" in notes[(*at, "assert", 0)]
-    assert "only its positive form" in notes[(*at, "assert", 1)]
-    assert "runs code on the output" in notes[(*at, "assert", 2, "transform")]
-    assert "`factuality` needs a model" in notes[(*at, "assert", 3)]
-    assert "no expected field or scorer" in notes[(*at, "assert", 4)]
-    assert "each scorer passes or fails" in notes[(*at, "threshold")]
-    assert "runs code on the output" in notes[(*at, "options", "transform")]
-    assert "scenario" in notes[("config", "scenarios")]
 
 
 def test_files_are_refused_at_their_path() -> None:

@@ -1,5 +1,5 @@
-"""A promptfoo configuration's tests as a dataset's cases and an experiment's scorers
-(docs/api.md#importing-a-promptfoo-configuration), for teams that evaluate with promptfoo.
+"""A promptfoo configuration read: its tests as a dataset's cases, its assertions through
+agents.evals.promptfoo.assertions, its scorers through agents.evals.promptfoo.scorers.
 
 promptfoo runs every prompt of a configuration against every provider; here the agent's
 version is both, so a test becomes a case: its `vars` a task agent's `inputs`, or, for a
@@ -25,7 +25,8 @@ from agentbuilder.errors import ErrorItem, Invalid, Loc
 from agents.config_files.documents import FileRefused, yaml_load
 from agents.evals.cases import MAX_CASES_PER_CALL
 from agents.evals.files import MAX_YAML_BYTES, file_text, yaml_refused
-from agents.evals.promptfoo_asserts import SCORER_ORDER, Assertion, CaseExpectation, apply
+from agents.evals.promptfoo.assertions import Assertion, CaseExpectation, apply
+from agents.evals.promptfoo.scorers import SCORER_ORDER
 from agents.runs.request import TASK_TYPES
 from agents.templating import TemplateLimitError, render, template_limits
 
