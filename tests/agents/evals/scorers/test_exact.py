@@ -46,3 +46,14 @@ def test_an_empty_answer_fails_and_no_expected_output_does_not_apply() -> None:
     assert score is not None
     assert not score.passed
     assert exact(Expected(), Observed(answer="anything")) is None
+
+
+def test_an_object_written_as_text_is_compared_as_json_too() -> None:
+    score = exact(Expected(output='{"a": 1, "b": [true]}'), Observed(answer='{"b":[true],"a":1.0}'))
+    assert score is not None
+    assert score.passed
+    different = exact(Expected(output='{"a": 1}'), Observed(answer='{"a": 2}'))
+    assert different is not None
+    assert not different.passed
+    # A number written as text is text: "1.0" is not "1".
+    assert not exact(Expected(output="1.0"), Observed(answer="1")).passed  # type: ignore[union-attr]

@@ -1,14 +1,20 @@
-"""The scorers' registry: specs checked at their paths, stored canonical, built guarded."""
+"""The scorers' registry: specs checked at their paths, stored canonical, built guarded;
+and every scorer on the record of an experiment's real runs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.test import override_settings
 
 from agentbuilder.errors import Invalid
+from agents.access.permissions import Action, grant
+from agents.evals import runner
+from agents.evals.experiments import ExperimentSpec, experiment_start
 from agents.evals.scorers.base import Expected, Observed, Score
+from agents.evals.scorers.bounds import UNPRICED
 from agents.evals.scorers.judge import Judge
 from agents.evals.scorers.registry import (
     SCORER_NAMES,
@@ -16,8 +22,10 @@ from agents.evals.scorers.registry import (
     scorers_build,
     scorers_check,
 )
+from agents.evals.services import cases_add, dataset_create
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
-from agents.models import LLMModel
+from agents.models import Agent, ExperimentResult, LLMModel
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 LOC = ("body", "scorers")
@@ -199,3 +207,69 @@ def test_a_judge_whose_model_left_the_catalog_fails_its_cases() -> None:
     LLMModel.objects.filter(pk=REMOTE).update(enabled=False)
     score = scorers_build(spec)[0](Expected(), Observed("Hello"))
     assert score == Score(0.0, False, f"the judge's model `{REMOTE}` is not in the catalog")
+
+
+# ---------------------------------------------------------------- on an experiment's runs
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.usefixtures("reseed_after_module")
+def test_every_scorer_reads_the_record_of_an_experiment_s_run(
+    make_agent: Callable[..., Agent], env: Any
+) -> None:
+    # The cases' runs run in the process's runner threads, which see committed rows only.
+    calc, member = make_agent("calc"), UserFactory(username="member")
+    for action in (Action.READ, Action.EDIT, Action.INVOKE):
+        grant(member, action, env)
+    dataset = dataset_create(user=member, environment=env, name="all", agent_type="tool")
+    answer = "The result of multiply(12, 11) is 132."
+    call = {"name": "multiply", "arguments": {"a": 12, "b": 11}}
+    cases_add(
+        user=member,
+        dataset=dataset,
+        cases=[
+            {
+                "input": "What is 12 times 11?",
+                "expected": {
+                    "output": answer,
+                    "contains": ["132"],
+                    "notContains": ["error"],
+                    "regex": r"\b132\.$",
+                    "outputSchema": {"type": "string", "minLength": 1},
+                    "toolCalls": [call],
+                    "toolCallsOrder": "exact",
+                },
+            },
+            {"input": "Hello there", "expected": {"toolCalls": [], "notContains": ["132"]}},
+        ],
+    )
+    scorers: list[Any] = [
+        *("exact", "contains", "regex", "json_schema", "trajectory", "tool_args"),
+        "no_tool_calls",
+        {"name": "max_latency_ms", "max": 600_000},  # a bound no run here comes near
+        {"name": "max_cost_usd", "max": 1},
+        {"name": "judge", "model": "local.demo-v1", "rubric": "Gives the product."},
+    ]
+    spec = ExperimentSpec(version="latest", scorers=scorers)
+
+    experiment = experiment_start(
+        user=member, agent=calc, dataset=dataset, spec=spec, dispatch=False
+    )
+    runner.experiment_run_here(experiment)
+
+    first, second = ExperimentResult.objects.filter(experiment=experiment).order_by("position")
+    passed = {name: s["passed"] for name, s in first.scores.items()}
+    assert passed == {
+        **dict.fromkeys(("exact", "contains", "regex", "json_schema", "trajectory"), True),
+        **dict.fromkeys(("tool_args", "max_latency_ms", "judge"), True),
+        "no_tool_calls": False,
+        "max_cost_usd": False,  # the offline model has no price
+    }
+    assert first.scores["max_cost_usd"]["reason"] == UNPRICED
+    assert first.scores["judge"]["usage"]["total_tokens"] > 0
+    assert set(second.scores) == {
+        "contains", "trajectory", "no_tool_calls", "max_latency_ms", "max_cost_usd", "judge",
+    }  # fmt: skip
+    assert second.scores["trajectory"]["passed"]
+    assert second.scores["no_tool_calls"]["passed"]
+    assert not second.scores["judge"]["passed"]  # "You said: Hello there" gives no product
