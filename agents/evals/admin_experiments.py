@@ -46,6 +46,7 @@ from agents.evals.experiments import (
     experiment_json,
     experiment_start,
 )
+from agents.evals.scorers.registry import SCORER_NAMES
 from agents.evals.selectors import datasets_visible, experiment_for, experiments_visible
 from agents.models import EXPERIMENT_ENDED, Agent, Dataset, Experiment, ExperimentResult
 from agents.selectors.aliases import alias_list
@@ -54,8 +55,9 @@ LISTED = 100  # the newest experiments listed and charted on an agent's page
 RESULTS_PER_PAGE = 100
 NO_RUN = "00000000-0000-0000-0000-000000000000"  # replaced by each row's run id
 SCORERS_HELP = (
-    'A JSON list of scorers: names, or objects with options, e.g. ["exact"] or '
-    '[{"name": "trajectory", "mode": "in_order"}].'
+    'A JSON list of scorers: names, or objects with options, e.g. ["exact", "contains"] or '
+    '[{"name": "trajectory", "mode": "in_order"}, {"name": "max_latency_ms", "max": 2000}]. '
+    f"Known: {', '.join(SCORER_NAMES)}."
 )
 
 
@@ -307,7 +309,8 @@ def experiment_page(
 
 
 def scorer_names(experiment: Experiment) -> list[str]:
-    return list(dict.fromkeys(str(s["name"]) for s in experiment.scorers or ()))
+    """The keys of its results' scores: each scorer's label, else its name."""
+    return list(dict.fromkeys(str(s.get("label", s["name"])) for s in experiment.scorers or ()))
 
 
 def summary_rows(body: dict[str, Any]) -> list[dict[str, Any]]:

@@ -58,11 +58,12 @@ def ran(
     dataset: Dataset,
     answers: list[str],
     version: str = "latest",
+    scorers: Any = ("exact",),
 ) -> Experiment:
     """An experiment of `version` on `dataset` whose runs answered `answers` in order (one
-    slot, so case by case), scored by `exact`, run to its end."""
+    slot, so case by case), scored by `scorers`, run to its end."""
     fake.script(*(Turn(text=(answer,)) for answer in answers))
-    spec = ExperimentSpec(version=version, scorers=["exact"], concurrency=1)
+    spec = ExperimentSpec(version=version, scorers=list(scorers), concurrency=1)
     experiment = experiment_start(
         user=user, agent=agent, dataset=dataset, spec=spec, dispatch=False
     )

@@ -14,9 +14,10 @@ from django.test import Client
 from django.urls import reverse
 
 from agents.access.permissions import Action, grant
+from agents.evals.services import cases_add, dataset_create
 from agents.models import Agent, Experiment, ExperimentResult, Run
 from agents.services.versions import version_add
-from tests.factories import UserFactory
+from tests.factories import CONFIGS, UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.support.admin import REMOTE_CALCULATOR
 from tests.support.experiments import arithmetic, ran, scripted_openai  # noqa: F401
@@ -135,8 +136,6 @@ def test_a_dataset_of_another_type_or_environment_is_not_offered(
 ) -> None:
     grant(invoker, Action.READ, other_env)
     elsewhere = arithmetic(invoker, other_env, name="elsewhere")
-    from agents.evals.services import dataset_create
-
     task_cases = dataset_create(user=invoker, environment=env, name="tasks", agent_type="task")
     client = as_client(invoker)
 
@@ -145,6 +144,28 @@ def test_a_dataset_of_another_type_or_environment_is_not_offered(
     for dataset in (elsewhere, task_cases):
         response = client.post(listing(calc), form_data(dataset))
         assert "dataset" in field_errors(response)
+    assert not Experiment.objects.exists()
+
+
+def test_a_task_case_that_does_not_fit_the_version_shows_at_the_dataset(
+    invoker: Any, make_agent: Any, env: Any
+) -> None:
+    summary = make_agent("summary", "task", config=CONFIGS["task"])
+    dataset = dataset_create(user=invoker, environment=env, name="texts", agent_type="task")
+    cases_add(
+        user=invoker,
+        dataset=dataset,
+        cases=[
+            {"input": {"inputs": {"text": "fine", "audience": "kids"}}},
+            {"input": {"inputs": {"txt": "typo"}}},
+        ],
+    )
+
+    response = as_client(invoker).post(listing(summary), form_data(dataset))
+
+    errors = field_errors(response)
+    assert list(errors) == ["dataset"]
+    assert errors["dataset"][0].startswith("dataset.cases.2.input.inputs")
     assert not Experiment.objects.exists()
 
 
@@ -235,7 +256,10 @@ def test_an_experiments_page_shows_its_summary_and_each_cases_scores(
     scripted_openai: FakeOpenAI, invoker: Any, reader: Any, calc: Agent, env: Any
 ) -> None:
     dataset = arithmetic(invoker, env, cases=3)
-    experiment = ran(scripted_openai, invoker, calc, dataset, ["4", "131", "4"])
+    fast = {"name": "max_latency_ms", "max": 600_000, "label": "fast"}
+    experiment = ran(
+        scripted_openai, invoker, calc, dataset, ["4", "131", "4"], scorers=["exact", fast]
+    )
     client = as_client(reader)
 
     response = client.get(page_of(experiment))
@@ -246,7 +270,10 @@ def test_an_experiments_page_shows_its_summary_and_each_cases_scores(
     assert 'data-scorer="exact"' in text
     assert text.count('class="result-passed"') == 2
     assert text.count('class="result-failed"') == 1
-    assert 'title="differs"' in text  # the reason of a score, on hover
+    assert 'title="expected ' in text  # the reason of a score, on hover
+    assert response.context["scorer_names"] == ["exact", "fast"]  # a label keys its scores
+    assert all(r["scores"][1]["passed"] for r in response.context["results"])
+    assert 'data-scorer="fast"' in text
     runs = list(Run.objects.filter(protocol="eval").order_by("started_at"))
     for run in runs:
         assert reverse("admin:agents_run_change", args=[run.pk]) in text
