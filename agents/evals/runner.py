@@ -129,6 +129,7 @@ class _Setup:
 @dataclass(frozen=True)
 class _Item:
     id: int
+    attempt: int  # which claim of the case this is: only its own scores are written
     case_input: dict[str, Any]
     expected: dict[str, Any] | None
 
@@ -216,9 +217,10 @@ def _claim_sql() -> str:
                 FOR UPDATE SKIP LOCKED
             ) next
             WHERE r.id = next.id
-            RETURNING r.id, r.case_id
+            RETURNING r.id, r.case_id, r.attempts
         )
-        SELECT c.id, d.input, d.expected FROM claimed c JOIN {cases} d ON d.id = c.case_id
+        SELECT c.id, c.attempts, d.input, d.expected
+        FROM claimed c JOIN {cases} d ON d.id = c.case_id
     """  # noqa: S608
 
 
@@ -234,8 +236,8 @@ def _claim(experiment_id: uuid.UUID) -> _Item | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    item_id, case_input, expected = row
-    return _Item(item_id, _json(case_input), _json(expected))
+    item_id, attempt, case_input, expected = row
+    return _Item(item_id, attempt, _json(case_input), _json(expected))
 
 
 def _json(value: Any) -> Any:
@@ -254,7 +256,7 @@ def _run_case(setup: _Setup, item: _Item) -> None:
         score = failed_run(observed) or scorer(expected, observed)
         if score is not None:
             scores[scorer.name] = score
-    _record(experiment.pk, item.id, run, observed, scores)
+    _record(experiment.pk, item.id, item.attempt, run, observed, scores)
 
 
 def _run(experiment: Experiment, item: _Item) -> tuple[uuid.UUID | None, str | None]:
@@ -269,9 +271,16 @@ def _run(experiment: Experiment, item: _Item) -> tuple[uuid.UUID | None, str | N
         except (DomainError, Invalid) as exc:  # its run, if any, is recorded failed
             started["run_id"], started["refused"] = getattr(exc, "run_id", None), str(exc)
             return None
+        except Exception as exc:  # the database gone, say: the case fails, the slot goes on
+            logger.exception("experiment %s: a case could not start", experiment.pk)
+            started["refused"] = f"the run could not start: {type(exc).__name__}: {exc}"
+            return None
         started["run_id"] = invocation.run_id
         return invocation
 
+    # Back to the pool while the run runs in the runner's threads, which need connections
+    # of their own: a worker's slots waiting with theirs would starve its runs.
+    connection.close()
     detached.runner().submit(uuid.uuid4(), claim).result()
     return started.get("run_id"), started.get("refused")
 
@@ -358,6 +367,7 @@ def _cost(usage: dict[str, Any], prices: tuple[Decimal, Decimal] | None) -> floa
 def _record(
     experiment_id: uuid.UUID,
     item_id: int,
+    attempt: int,
     run: Run | None,
     observed: Observed,
     scores: dict[str, Score],
@@ -366,7 +376,12 @@ def _record(
     with the last case."""
     passed = all(s.passed for s in scores.values()) if scores else None
     with transaction.atomic():
-        recorded = ExperimentResult.objects.filter(pk=item_id, status=ResultStatus.RUNNING).update(
+        # A slot slow enough to lose its lease finds its case claimed again (a later
+        # attempt): the later claim's scores count, never both.
+        mine = ExperimentResult.objects.filter(
+            pk=item_id, status=ResultStatus.RUNNING, attempts=attempt
+        )
+        recorded = mine.update(
             status=ResultStatus.SCORED,
             run=run,
             answer=observed.answer,
@@ -484,13 +499,14 @@ def experiments_sweep() -> None:
     lapsed = ExperimentResult.objects.filter(status=ResultStatus.RUNNING, lease_until__lt=Now())
     lapsed.filter(attempts__lt=MAX_ATTEMPTS).update(status=ResultStatus.PENDING, lease_until=None)
     interrupted = Observed(answer="", failed=INTERRUPTED)
-    for item_id, experiment_id, specs in lapsed.filter(attempts__gte=MAX_ATTEMPTS).values_list(
-        "pk", "experiment_id", "experiment__scorers"
-    ):
+    given_up = lapsed.filter(attempts__gte=MAX_ATTEMPTS).values_list(
+        "pk", "attempts", "experiment_id", "experiment__scorers"
+    )
+    for item_id, attempt, experiment_id, specs in given_up:
         failed = failed_run(interrupted)
         assert failed is not None
         scores = {scorer.name: failed for scorer in scorers_build(specs)}
-        _record(experiment_id, item_id, None, interrupted, scores)
+        _record(experiment_id, item_id, attempt, None, interrupted, scores)
     with transaction.atomic():
         stalled = list(
             Experiment.objects.select_for_update(skip_locked=True).filter(

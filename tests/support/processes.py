@@ -62,16 +62,22 @@ def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
 
 
 def start_worker(
-    broker_url: str, log: Path, pool: str = "solo", concurrency: int = 1, **env: str
+    broker_url: str,
+    log: Path,
+    pool: str = "solo",
+    concurrency: int = 1,
+    name: str = "ingest-test",
+    **env: str,
 ) -> subprocess.Popen[bytes]:
-    """A `celery worker` on this test's database; `env` adds to its environment."""
+    """A `celery worker` on this test's database; `env` adds to its environment; `name`
+    tells two workers of one test apart."""
     return _celery(
         broker_url,
         log,
         [
             "worker",
             *("--pool", pool, "--concurrency", str(concurrency), "-Q", "celery"),
-            *("--hostname", f"ingest-test-{os.getpid()}@%h", "--loglevel", "INFO"),
+            *("--hostname", f"{name}-{os.getpid()}@%h", "--loglevel", "INFO"),
             *("--without-gossip", "--without-mingle", "--without-heartbeat"),
         ],
         env,

@@ -4,17 +4,33 @@ case; slots that died are taken over by the sweep."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from agents.access.permissions import Action, grant
 from agents.evals import runner
 from agents.evals.experiments import ExperimentSpec, experiment_start
 from agents.evals.services import cases_add, dataset_create
-from agents.models import Agent, ExperimentResult, Run
+from agents.models import Agent, Experiment, ExperimentResult, Run
 from tests.factories import UserFactory
+from tests.fakes.openai import FakeOpenAI
+from tests.fakes.server import Turn
+from tests.live import (  # noqa: F401 (the fixtures counter, model, not_sweeping_here, token)
+    counter_agent,
+    fake_model,
+    not_sweeping_here,
+    owner_token,
+    server_on,
+)
+from tests.support.backends import openai_server  # noqa: F401
+from tests.support.processes import free_port, start_redis, start_worker, stop
 
 pytestmark = [
     # The cases' runs run in this process's runner threads, which see committed rows only.
@@ -44,7 +60,10 @@ def test_an_experiment_runs_every_case_as_the_requesters_eval_run_and_scores_it(
         user=member,
         dataset=dataset,
         cases=[
-            {"input": "What is 12 times 11?", "expected": {"output": "132"}},
+            {
+                "input": "What is 12 times 11?",
+                "expected": {"output": "The result of multiply(12, 11) is 132."},
+            },
             {"input": "What is 2 plus 2?", "expected": {"output": "5"}},
         ],
     )
@@ -57,9 +76,135 @@ def test_an_experiment_runs_every_case_as_the_requesters_eval_run_and_scores_it(
 
     experiment.refresh_from_db()
     assert (experiment.status, experiment.done, experiment.total) == ("completed", 4, 4)
-    results = list(ExperimentResult.objects.filter(experiment=experiment).order_by("position"))
+    results = list(ExperimentResult.objects.filter(experiment=experiment))
     runs = Run.objects.filter(pk__in=[r.run_id for r in results])
     assert {(r.caller, r.protocol, r.status) for r in runs} == {(member, "eval", "completed")}
     assert len(runs) == 4
-    print([(r.answer, r.scores) for r in results])
-    assert experiment.summary is not None
+    assert [r.passed for r in results] == [True, True, False, False]
+    assert results[2].scores["exact"]["passed"] is False
+    assert experiment.summary["scorers"]["exact"] == {"mean": 0.5, "passRate": 0.5, "cases": 4}
+    assert experiment.summary["passRate"] == 0.5
+
+
+# ---------------------------------------------------------------- Redis and Celery workers
+
+PATIENCE = 180.0  # seconds a loaded machine may take for what takes a few when idle
+
+
+@contextmanager
+def broker(tmp_path: Path) -> Iterator[str]:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (CI installs it: apt-get install redis-server)")
+    redis = start_redis(port := free_port(), tmp_path)
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        stop(redis)
+
+
+def worker(url: str, log: Path, model: FakeOpenAI, name: str, **env: str) -> Any:
+    fake = {"LLM_OFFLINE": "false", "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk-test"}
+    return start_worker(
+        url, log, pool="threads", concurrency=8, name=name, LIVENESS_THREAD="true", **fake, **env
+    )
+
+
+def counter_experiment(port: int, token: str, counter: Agent, env: Any, cases: int) -> str:
+    """An experiment of the Counter on `cases` cases, started through the server."""
+    dataset = dataset_create(user=counter.created_by, environment=env, name="d", agent_type="tool")
+    cases_add(
+        user=counter.created_by,
+        dataset=dataset,
+        cases=[{"input": f"Count {i}", "expected": {"output": "Fifteen."}} for i in range(cases)],
+    )
+    with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+        started = http.post(
+            f"http://127.0.0.1:{port}/v1/experiments",
+            json={
+                "agentId": str(counter.pk),
+                "datasetId": str(dataset.pk),
+                "scorers": ["exact"],
+                "concurrency": 4,
+            },
+        )
+    assert started.status_code == 202, started.text
+    return str(started.json()["id"])
+
+
+def ended(experiment_id: str, logs: list[Path]) -> Experiment:
+    deadline = time.monotonic() + PATIENCE
+    while (experiment := Experiment.objects.get(pk=experiment_id)).status not in (
+        "completed",
+        "failed",
+        "canceled",
+    ):
+        assert time.monotonic() < deadline, [log.read_text(errors="replace") for log in logs]
+        time.sleep(0.1)
+    return experiment
+
+
+@pytest.mark.usefixtures("not_sweeping_here")
+def test_an_experiment_goes_through_redis_to_celery_workers(
+    model: FakeOpenAI, counter: Agent, token: str, env: Any, tmp_path: Path
+) -> None:
+    model.fallback = Turn(text=["Fifteen."], delay=0.05)
+    logs = [tmp_path / "one.log", tmp_path / "two.log"]
+    with (
+        broker(tmp_path) as url,
+        server_on(model, tmp_path / "server.log", CELERY_BROKER_URL=url) as server,
+    ):
+        workers = [worker(url, log, model, log.stem) for log in logs]
+        try:
+            experiment_id = counter_experiment(server.port, token, counter, env, 20)
+            experiment = ended(experiment_id, logs)
+        finally:
+            for process in workers:
+                stop(process)
+
+    assert (experiment.status, experiment.done, experiment.total) == ("completed", 20, 20)
+    failed = ExperimentResult.objects.filter(experiment=experiment, passed=False)
+    assert not failed.exists(), [(r.answer, r.error) for r in failed]
+    ran = "".join(log.read_text(errors="replace") for log in logs)
+    assert ran.count("agents.experiment_slot") >= 4, ran  # its four slots, as tasks
+    assert "Traceback" not in ran
+
+
+@pytest.mark.usefixtures("not_sweeping_here")
+def test_a_worker_killed_mid_experiment_leaves_it_to_finish_elsewhere(
+    model: FakeOpenAI, counter: Agent, token: str, env: Any, tmp_path: Path
+) -> None:
+    model.fallback = Turn(text=["Fifteen."], delay=1.0)
+    liveness = {"LIVENESS_SECONDS": "15"}
+    logs = [tmp_path / "killed.log", tmp_path / "spare.log"]
+    runs = Run.objects.filter(protocol="eval")
+    with (
+        broker(tmp_path) as url,
+        server_on(model, tmp_path / "server.log", CELERY_BROKER_URL=url, **liveness) as server,
+    ):
+        killed = worker(url, logs[0], model, "killed", **liveness)
+        try:
+            experiment_id = counter_experiment(server.port, token, counter, env, 12)
+            deadline = time.monotonic() + PATIENCE
+            # A case under way: its run waits a second on the model.
+            while not runs.filter(status="in_progress").exists():
+                assert time.monotonic() < deadline, logs[0].read_text(errors="replace")
+                time.sleep(0.05)
+            killed.kill()  # SIGKILL mid-case: no shutdown, its slots and cases left leased
+            killed.wait()
+            spare = worker(url, logs[1], model, "spare", **liveness)
+            experiment = ended(experiment_id, logs)
+            while runs.filter(status="in_progress").exists():  # the killed runs, swept
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        finally:
+            stop(killed)
+            stop(spare)
+
+    assert (experiment.status, experiment.done, experiment.total) == ("completed", 12, 12)
+    results = ExperimentResult.objects.filter(experiment=experiment)
+    assert set(results.values_list("status", flat=True)) == {"scored"}
+    assert results.filter(attempts=2).exists()  # the cases the killed worker had: run again
+    assert all(r.passed for r in results), [(r.answer, r.error, r.attempts) for r in results]
+    interrupted = runs.filter(status="failed")
+    assert interrupted.exists()
+    assert {r.error["code"] for r in interrupted} == {"interrupted"}
