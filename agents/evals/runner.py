@@ -31,6 +31,7 @@ from typing import Any
 
 from celery import current_app
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -41,6 +42,8 @@ from agents.evals.cases import expected_of, input_text
 from agents.evals.scorers.base import Observed, Score, Scorer, ToolCall, failed_run
 from agents.evals.scorers.registry import scorers_build
 from agents.models import (
+    AgentWebhook,
+    DeliveryFormat,
     Experiment,
     ExperimentResult,
     ExperimentStatus,
@@ -48,11 +51,14 @@ from agents.models import (
     ResultStatus,
     Run,
     RunStatus,
+    WebhookDelivery,
 )
 from agents.protocols.native.request import InvokeRequest, runtime_messages
 from agents.runs import detached
 from agents.runs.request import CHAT_TYPES, TASK_TYPES, RunRequest
 from agents.runs.start import Invocation, invocation_start
+from agents.webhooks import dispatch as webhooks_dispatch
+from agents.webhooks.events import WebhookEvent
 
 logger = logging.getLogger(__name__)
 
@@ -423,11 +429,53 @@ def experiment_summarize(experiment_id: uuid.UUID, end: str | None = None) -> No
     update: dict[str, Any] = {"summary": summary_of(rows)}
     if end is not None:
         update |= {"status": end, "completed_at": Now(), "lease_until": None}
-        Experiment.objects.filter(pk=experiment_id, status=ExperimentStatus.RUNNING).update(
-            **update
-        )
+        ended = Experiment.objects.filter(pk=experiment_id, status=ExperimentStatus.RUNNING)
+        if ended.update(**update):
+            experiment_announce(experiment_id)
     else:
         Experiment.objects.filter(pk=experiment_id).update(**update)
+
+
+def experiment_announce(experiment_id: uuid.UUID) -> None:
+    """`experiment.completed` to the agent's webhooks that subscribe to it, once, whatever
+    ended it (`data.status` says how): a delivery each, sent and retried as a run's are
+    (agents.webhooks.delivery), its payload fixed now."""
+    experiment = (
+        Experiment.objects.select_related("agent", "version").filter(pk=experiment_id).first()
+    )
+    if experiment is None:
+        return
+    hooks = AgentWebhook.objects.filter(
+        agent_id=experiment.agent_id,
+        enabled=True,
+        events__contains=[WebhookEvent.EXPERIMENT_COMPLETED.value],
+    )
+    if not hooks.exists():
+        return
+    event = WebhookEvent.EXPERIMENT_COMPLETED.value
+    at = (experiment.completed_at or timezone.now()).isoformat().replace("+00:00", "Z")
+    # Here, not at the top: agents.evals.experiments imports this module.
+    from agents.evals.experiments import experiment_json
+
+    data = json.loads(json.dumps(experiment_json(experiment), cls=DjangoJSONEncoder))
+    payload = {"type": event, "timestamp": at, "data": data}
+    WebhookDelivery.objects.bulk_create(
+        [
+            WebhookDelivery(
+                key=f"{experiment.pk}:{event}:agent:{hook.pk}",
+                environment_id=experiment.agent.environment_id,
+                agent_webhook=hook,
+                event=event,
+                format=DeliveryFormat.STANDARD,
+                url=hook.url,
+                payload=payload,
+                next_attempt_at=timezone.now(),
+            )
+            for hook in hooks
+        ],
+        ignore_conflicts=True,  # announced once, whoever ends it
+    )
+    webhooks_dispatch.wake()
 
 
 def summary_of(rows: list[tuple[Any, ...]]) -> dict[str, Any]:

@@ -7,8 +7,8 @@ from enum import StrEnum
 
 
 class WebhookEvent(StrEnum):
-    """The run's ends and its waits for approvals fire today; the others are named for the
-    features that will send them (budgets, experiments), so a subscription to them is
+    """The run's ends, its waits for approvals and experiments' ends fire today; budgets'
+    warning is named for the feature that will send it, so a subscription to it is
     accepted now."""
 
     RUN_COMPLETED = "run.completed"

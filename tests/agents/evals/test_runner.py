@@ -18,7 +18,7 @@ from agents.access.permissions import Action, grant
 from agents.evals import runner
 from agents.evals.experiments import ExperimentSpec, experiment_start
 from agents.evals.services import cases_add, dataset_create
-from agents.models import Agent, Experiment, ExperimentResult, Run
+from agents.models import Agent, AgentWebhook, Experiment, ExperimentResult, Run, WebhookDelivery
 from tests.factories import UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Turn
@@ -208,3 +208,28 @@ def test_a_worker_killed_mid_experiment_leaves_it_to_finish_elsewhere(
     interrupted = runs.filter(status="failed")
     assert interrupted.exists()
     assert {r.error["code"] for r in interrupted} == {"interrupted"}
+
+
+def test_an_experiments_end_is_announced_to_the_agents_webhooks_once(
+    calc: Agent, member: Any, env: Any
+) -> None:
+    hook = AgentWebhook.objects.create(
+        agent=calc, url="http://127.0.0.1:9/hook", events=["experiment.completed"]
+    )
+    AgentWebhook.objects.create(agent=calc, url="http://127.0.0.1:9/runs", events=["run.failed"])
+    dataset = dataset_create(user=member, environment=env, name="one", agent_type="tool")
+    cases_add(user=member, dataset=dataset, cases=[{"input": "What is 2 times 3?"}])
+    spec = ExperimentSpec(version="1", scorers=["exact"])
+    experiment = experiment_start(
+        user=member, agent=calc, dataset=dataset, spec=spec, dispatch=False
+    )
+
+    runner.experiment_run_here(experiment)
+    runner.experiment_announce(experiment.pk)  # a second end (a sweep's, say): no second event
+
+    [delivery] = WebhookDelivery.objects.filter(event="experiment.completed")
+    assert (delivery.agent_webhook, delivery.run, delivery.url) == (hook, None, hook.url)
+    assert delivery.payload["type"] == "experiment.completed"
+    assert delivery.payload["data"]["id"] == str(experiment.pk)
+    assert delivery.payload["data"]["status"] == "completed"
+    assert delivery.payload["data"]["progress"] == {"done": 1, "total": 1}
