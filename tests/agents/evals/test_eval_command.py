@@ -57,7 +57,7 @@ def test_a_version_that_reaches_its_thresholds_passes_with_a_junit_report(
         "--min", "exact=1", "--junit", str(report),
     )  # fmt: skip
 
-    suite = ElementTree.parse(report).getroot()  # noqa: S314 (our own report).find("testsuite")
+    suite = ElementTree.parse(report).getroot().find("testsuite")  # noqa: S314 (our own report)
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("2", "0", "0")
     assert [c.get("name") for c in suite.iter("testcase")] == ["case 1", "case 2"]
@@ -78,7 +78,7 @@ def test_a_version_that_misses_a_gates_threshold_exits_1_and_reports_the_failing
         call_command("agents", "eval", "calc@2", "--gate", "prod", "--junit", str(report))
 
     assert raised.value.returncode == 1
-    suite = ElementTree.parse(report).getroot()  # noqa: S314 (our own report).find("testsuite")
+    suite = ElementTree.parse(report).getroot().find("testsuite")  # noqa: S314 (our own report)
     assert suite is not None
     failures = [c.find("failure") for c in suite.iter("testcase")]
     assert failures[0] is not None
