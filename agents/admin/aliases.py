@@ -17,10 +17,11 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from agentbuilder.errors import DomainError, Invalid
+from agentbuilder.errors import Conflict, DomainError, Invalid
 from agentbuilder.users import User, request_user
 from agents.access.permissions import Action, agents_with
-from agents.evals.gates import alias_move
+from agents.evals.admin_gates import GateForm, gate_apply, gates_of, refusal_message
+from agents.evals.gates import alias_move, gate_delete
 from agents.models import Agent
 from agents.selectors.aliases import alias_history, alias_list
 from agents.services.aliases import alias_delete, alias_roll_back
@@ -35,6 +36,13 @@ class PromoteForm(forms.Form):
         label="Alias",
         help_text="prod, staging, …: a letter, then letters, digits, - or _.",
     )
+    force = forms.BooleanField(
+        required=False,
+        label="Force past its gate",
+        help_text="A gated alias moves only to a version that passes its dataset; AUDIT "
+        "holders may force a move, with a reason kept in the history.",
+    )
+    reason = forms.CharField(max_length=500, required=False, label="Reason")
 
     def __init__(self, *args: Any, agent: Agent, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -53,10 +61,15 @@ def aliases_page(site: AdminSite, request: HttpRequest, object_id: str) -> HttpR
     agent = _agent(request_user(request), object_id, Action.READ)
     may_edit = agents_with(request_user(request), Action.EDIT).filter(pk=agent.pk).exists()
     form = PromoteForm(agent=agent, initial={"version": request.GET.get("version")})
+    gate_form = GateForm(agent=agent, request=request)
     if request.method == "POST":
         if not may_edit:
             raise Http404("No agent you may edit has this id.")
-        done, form = _apply(request, agent)
+        if request.POST.get("action") == "gate":
+            gate_form = GateForm(request.POST, agent=agent, request=request)
+            done = gate_apply(request, agent, gate_form)
+        else:
+            done, form = _apply(request, agent)
         if done:
             return HttpResponseRedirect(request.path)
     context = {
@@ -68,6 +81,8 @@ def aliases_page(site: AdminSite, request: HttpRequest, object_id: str) -> HttpR
         "aliases": _aliases(agent),
         "history": alias_history(agent=agent)[:HISTORY_SHOWN],
         "form": form,
+        "gate_form": gate_form,
+        "gates": gates_of(agent),
         "may_edit": may_edit,
     }
     return TemplateResponse(request, "admin/agents/agent/aliases.html", context)
@@ -112,6 +127,8 @@ def _apply(request: HttpRequest, agent: Agent) -> tuple[bool, PromoteForm]:
                 agent=agent,
                 name=name,
                 version_number=number,
+                force=form.cleaned_data["force"],
+                reason=form.cleaned_data["reason"],
                 name_loc=("name",),
                 version_loc=("version",),
             )
@@ -128,6 +145,10 @@ def _apply(request: HttpRequest, agent: Agent) -> tuple[bool, PromoteForm]:
             name = request.POST.get("name", "")
             alias_delete(user=request_user(request), agent=agent, name=name, name_loc=())
             messages.success(request, f"Alias '{name}' deleted.")
+        elif action == "ungate":
+            name = request.POST.get("name", "")
+            gate_delete(user=request_user(request), agent=agent, name=name)
+            messages.success(request, f"Alias '{name}' is no longer gated.")
         else:
             messages.error(request, "Unknown action.")
         return True, form
@@ -139,6 +160,9 @@ def _apply(request: HttpRequest, agent: Agent) -> tuple[bool, PromoteForm]:
             else:
                 messages.error(request, item.msg)
         return not form.is_bound, form
+    except Conflict as exc:  # a gate's refusal: the experiment and its failing cases
+        refusal_message(request, exc)
+        return True, form
     except DomainError as exc:
         messages.error(request, exc.detail)
         return True, form
