@@ -24,7 +24,13 @@ from agentbuilder.admin_forms import ServiceForm, form_for_user, model_fields
 from agentbuilder.errors import DomainError, NotFound, PermissionDenied
 from agentbuilder.users import User, request_user
 from agents.access.permissions import Action, environments_with, holds_on_environment
-from agents.evals.selectors import dataset_cases, dataset_for, datasets_visible
+from agents.evals.admin_experiments import percent
+from agents.evals.selectors import (
+    dataset_cases,
+    dataset_for,
+    datasets_visible,
+    experiments_visible,
+)
 from agents.evals.services import dataset_create, dataset_delete, dataset_update
 from agents.evals.table import ROW_FIELDS, row_of
 from agents.evals.table_views import NO_CASE, CaseAddView, CaseReplaceView, CasesRemoveView
@@ -32,6 +38,7 @@ from agents.evals.uploads import upload_cases
 from agents.models import NAME_PATTERN, AgentType, Dataset, DatasetCase, Environment
 
 CASES_PER_PAGE = 100
+EXPERIMENTS_SHOWN = 20
 NAME_HELP = "Letters, digits, '-', '_' and '.': unique in its environment."
 # The table's columns: (row field, heading); a column only some agent types have lists them.
 COLUMNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -183,10 +190,7 @@ class DatasetAdmin(admin.ModelAdmin):
         return request.user.is_active and request.user.is_staff  # the queryset narrows
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        user = request_user(request)
-        return self.has_module_permission(request) and (
-            environments_with(user, Action.CREATE).exists()
-        )
+        return self._may(request, None, Action.CREATE)
 
     def has_change_permission(self, request: HttpRequest, obj: Dataset | None = None) -> bool:
         return self._may(request, obj, Action.EDIT)
@@ -197,9 +201,17 @@ class DatasetAdmin(admin.ModelAdmin):
     def _may(self, request: HttpRequest, obj: Dataset | None, action: Action) -> bool:
         if not self.has_module_permission(request):
             return False
-        if obj is None:
-            return environments_with(request_user(request), action).exists()
-        return holds_on_environment(request_user(request), obj.environment, action)
+        # The admin asks each several times while it renders a page: once a request.
+        held: dict[tuple[Action, Any], bool] = request.__dict__.setdefault("datasets_held", {})
+        key = (action, None if obj is None else obj.environment_id)
+        if key not in held:
+            user = request_user(request)
+            held[key] = (
+                environments_with(user, action).exists()
+                if obj is None
+                else holds_on_environment(user, obj.environment, action)
+            )
+        return held[key]
 
     def save_model(self, request: HttpRequest, obj: Dataset, form: Any, change: bool) -> None:
         """Nothing left to write: the form saved through the services while it validated."""
@@ -280,6 +292,7 @@ def cases_context(request: HttpRequest, dataset: Dataset, may_edit: bool) -> dic
     ]
     pk = dataset.pk
     return {
+        "experiments": _experiments(request_user(request), dataset),
         "cases_revision": revision,
         "cases_editable": editable,
         "cases_page": shown,
@@ -296,6 +309,20 @@ def cases_context(request: HttpRequest, dataset: Dataset, may_edit: bool) -> dic
             "fields": [f for f, _ in columns],
         },
     }
+
+
+def _experiments(user: User, dataset: Dataset) -> list[dict[str, Any]]:
+    """The latest experiments on `dataset` of the agents `user` may read, each with the
+    revision it ran (which the page shows, read only) and its pass rate."""
+    latest = experiments_visible(user).filter(dataset=dataset).order_by("-created_at")
+    return [
+        {
+            "experiment": e,
+            "url": reverse("admin:agents_agent_experiment", args=[e.agent_id, e.pk]),
+            "pass_rate": percent((e.summary or {}).get("passRate")),
+        }
+        for e in latest[:EXPERIMENTS_SHOWN]
+    ]
 
 
 def _revision(request: HttpRequest, dataset: Dataset) -> int:
