@@ -100,16 +100,16 @@ def refusal_message(request: HttpRequest, refused: Conflict) -> None:
         messages.error(request, refused.detail)
         return
     failing = context.get("failingCases", [])[:FAILING_SHOWN]
+    # Lines, not a list: the admin styles every <li> of its messages as a message of its own.
     cases = format_html_join(
         "",
-        "<li>case {}: answered <q>{}</q></li>",
+        '<br><span class="gate-failing">case {}: answered <q>{}</q></span>',
         ((c["position"], c["answer"][:200]) for c in failing),
     )
     messages.error(
         request,
         format_html(
-            '{} <a href="{}" class="gate-experiment">See the experiment</a>.'
-            '<ul class="gate-failing">{}</ul>',
+            '{} <a href="{}" class="gate-experiment">See the experiment</a>.{}',
             refused.detail,
             experiment_url(experiment),
             cases,
