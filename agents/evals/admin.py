@@ -216,6 +216,19 @@ class DatasetAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Dataset, form: Any, change: bool) -> None:
         """Nothing left to write: the form saved through the services while it validated."""
 
+    def response_add(
+        self, request: HttpRequest, obj: Dataset, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        if "_addanother" in request.POST:
+            return super().response_add(request, obj, post_url_continue)
+        # A new dataset has no case yet: its page is where they are added.
+        self.message_user(
+            request,
+            f"Dataset '{obj.name}' added: upload a file of cases, or add them one by one.",
+            messages.SUCCESS,
+        )
+        return HttpResponseRedirect(reverse("admin:agents_dataset_change", args=[obj.pk]))
+
     def delete_model(self, request: HttpRequest, obj: Dataset) -> None:
         dataset_delete(user=request_user(request), dataset=obj)
 

@@ -60,6 +60,7 @@ def test_a_dataset_is_added_only_in_an_environment_where_the_user_holds_create(
 
     assert added.status_code == 302
     dataset = Dataset.objects.get(name="smoke")
+    assert added["Location"] == change_url(dataset)  # where its cases are added
     assert (dataset.environment, dataset.agent_type, dataset.revision) == (env, "task", 0)
     assert dataset.created_by == creator
     assert signed_in(staff("reader", env, Action.READ)).get(ADD).status_code == 403
