@@ -18,7 +18,22 @@ class LLMModelForm(forms.ModelForm):
 
     class Meta:
         model = LLMModel
-        fields = ("id", "name", "provider", "agent_types", "capabilities", "enabled")
+        fields = (
+            "id",
+            "name",
+            "provider",
+            "agent_types",
+            "capabilities",
+            "enabled",
+            # What experiments' costs are counted with (docs/api.md#experiments).
+            "input_usd_per_mtok",
+            "output_usd_per_mtok",
+        )
+        labels = {
+            "input_usd_per_mtok": "Input price (USD per million tokens)",
+            "output_usd_per_mtok": "Output price (USD per million tokens)",
+        }
+        help_texts = {"input_usd_per_mtok": "Empty: unknown, and runs' costs with it."}
 
 
 @admin.register(LLMModel)

@@ -8,6 +8,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,15 @@ from agents.access.permissions import Action, grant
 from agents.evals import runner
 from agents.evals.experiments import ExperimentSpec, experiment_start
 from agents.evals.services import cases_add, dataset_create
-from agents.models import Agent, AgentWebhook, Experiment, ExperimentResult, Run, WebhookDelivery
+from agents.models import (
+    Agent,
+    AgentWebhook,
+    Experiment,
+    ExperimentResult,
+    LLMModel,
+    Run,
+    WebhookDelivery,
+)
 from tests.factories import UserFactory
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Turn
@@ -233,3 +242,30 @@ def test_an_experiments_end_is_announced_to_the_agents_webhooks_once(
     assert delivery.payload["data"]["id"] == str(experiment.pk)
     assert delivery.payload["data"]["status"] == "completed"
     assert delivery.payload["data"]["progress"] == {"done": 1, "total": 1}
+
+
+def test_a_priced_models_runs_cost_what_their_tokens_cost(
+    calc: Agent, member: Any, env: Any
+) -> None:
+    LLMModel.objects.filter(pk="local.demo-v1").update(
+        input_usd_per_mtok=Decimal("3"), output_usd_per_mtok=Decimal("15")
+    )
+    dataset = dataset_create(user=member, environment=env, name="priced", agent_type="tool")
+    cases_add(user=member, dataset=dataset, cases=[{"input": "What is 2 times 3?"}] * 2)
+    spec = ExperimentSpec(version="1", scorers=[{"name": "max_cost_usd", "max": 1}])
+    experiment = experiment_start(
+        user=member, agent=calc, dataset=dataset, spec=spec, dispatch=False
+    )
+
+    runner.experiment_run_here(experiment)
+
+    experiment.refresh_from_db()
+    costs = []
+    for result in ExperimentResult.objects.filter(experiment=experiment).select_related("run"):
+        usage = result.run.tokens_usage
+        expected = (usage["input_tokens"] * 3 + usage["output_tokens"] * 15) / 1_000_000
+        assert float(result.cost_usd) == pytest.approx(expected)
+        assert result.scores["max_cost_usd"]["passed"] is True
+        costs.append(expected)
+    assert experiment.summary["costUsd"] == pytest.approx(sum(costs))
+    assert sum(costs) > 0
