@@ -21,32 +21,30 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from common import (
-    ROOT,
     Database,
     Server,
     arguments,
     bench_data,
     cpu_seconds,
-    free_port,
     machine,
     percentile,
     postgres_cpu,
     prepare,
     require,
     running,
+    start_redis,
     start_sse_fake,
+    start_worker,
     stop_process,
     table,
+    tree_cpu,
 )
 
 CLIENTS = 64  # calls in flight while posting
@@ -62,18 +60,6 @@ class Burst:
     latencies: list[float] = field(default_factory=list)
     cpu: dict[str, float] = field(default_factory=dict)
     peak_connections: int = 0
-
-
-def tree_cpu(pid: int) -> float:
-    import psutil
-
-    try:
-        parent = psutil.Process(pid)
-        return cpu_seconds(pid) + sum(
-            c.cpu_times().user + c.cpu_times().system for c in parent.children(recursive=True)
-        )
-    except psutil.Error:
-        return 0.0
 
 
 class Connections:
@@ -100,40 +86,6 @@ class Connections:
                 ).fetchone()
                 self.peak = max(self.peak, int(row[0]) if row else 0)
                 time.sleep(0.2)
-
-
-def start_redis() -> tuple[subprocess.Popen[bytes], str, str]:
-    workdir = tempfile.mkdtemp(prefix="bench-redis-")
-    port = free_port()
-    redis = subprocess.Popen(  # noqa: S603 - a fixed argument list
-        [
-            str(shutil.which("redis-server")),
-            *("--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", workdir),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    time.sleep(0.5)
-    return redis, f"redis://127.0.0.1:{port}/0", workdir
-
-
-def start_worker(n: int, env: dict[str, str], pool: str, concurrency: int) -> tuple[Any, Path]:
-    log = Path(tempfile.mkstemp(prefix=f"bench-worker-{n}-", suffix=".log")[1])
-    with log.open("wb") as out:
-        process = subprocess.Popen(  # noqa: S603 - our own command line
-            [
-                sys.executable,
-                *("-m", "celery", "-A", "agentbuilder", "worker"),
-                *("--pool", pool, "--concurrency", str(concurrency), "-Q", "celery"),
-                *("--hostname", f"bench-{n}@%h", "--loglevel", "WARNING"),
-                *("--without-gossip", "--without-mingle", "--without-heartbeat"),
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    return process, log
 
 
 async def post_all(base: str, agent_id: str, tokens: list[str], count: int) -> dict[str, float]:

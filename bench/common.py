@@ -402,6 +402,39 @@ def cpu_seconds(pid: int) -> float:
     return float(times.user + times.system)
 
 
+def tree_cpu(pid: int) -> float:
+    """User plus system CPU time so far of a process and its live children (a prefork
+    worker's pool); 0 for one that has exited."""
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        return cpu_seconds(pid) + sum(
+            c.cpu_times().user + c.cpu_times().system for c in parent.children(recursive=True)
+        )
+    except psutil.Error:
+        return 0.0
+
+
+def server_postgres_cpu(db: Database) -> float:
+    """CPU time so far of the PostgreSQL server the bench database is on, and of it alone
+    (not every postgres process on the machine, as `postgres_cpu`): the postmaster, its
+    live processes and those that exited (reaped by the postmaster, so in its children's
+    times). With --db shared, the shared server's, which serves the worktree's tests too."""
+    import psutil
+
+    pgdata = Path(db.private.pgdata) if db.private is not None else SHARED_PGDATA
+    pid = int((pgdata / "postmaster.pid").read_text().split()[0])
+    postmaster = psutil.Process(pid)
+    own = postmaster.cpu_times()
+    total = own.user + own.system + own.children_user + own.children_system
+    for process in postmaster.children():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = process.cpu_times()
+            total += times.user + times.system
+    return float(total)
+
+
 # ---------------------------------------------------------------- figures
 
 
@@ -454,3 +487,60 @@ def start_sse_fake(*options: str) -> tuple[subprocess.Popen[str], str]:
     assert fake.stdout is not None
     port = int(fake.stdout.readline().split()[1])
     return fake, f"http://127.0.0.1:{port}"
+
+
+# ---------------------------------------------------------------- Redis and Celery workers
+
+
+def start_redis() -> tuple[subprocess.Popen[bytes], str, str]:
+    """`redis-server` on a free loopback port, answering PING: the process, its URL and its
+    working directory (the caller deletes it)."""
+    import socket
+
+    workdir = tempfile.mkdtemp(prefix="bench-redis-")
+    port = free_port()
+    redis = subprocess.Popen(  # noqa: S603 - a fixed argument list
+        [
+            str(shutil.which("redis-server")),
+            *("--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", workdir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30  # generous, for a busy machine
+    while time.monotonic() < deadline:
+        if redis.poll() is not None:
+            raise RuntimeError(f"redis-server exited with {redis.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                if sock.recv(16).startswith(b"+PONG"):
+                    return redis, f"redis://127.0.0.1:{port}/0", workdir
+        except OSError:
+            time.sleep(0.05)
+    stop_process(redis)
+    raise RuntimeError(f"redis-server did not answer on port {port}")
+
+
+def start_worker(
+    n: int, env: dict[str, str], pool: str, concurrency: int, *options: str
+) -> tuple[subprocess.Popen[bytes], Path]:
+    """`celery -A agentbuilder worker` number `n` (hostname `bench-<n>@<host>`) with `env`,
+    and its log file (the caller deletes it). `options`: more of the worker's options."""
+    log = Path(tempfile.mkstemp(prefix=f"bench-worker-{n}-", suffix=".log")[1])
+    with log.open("wb") as out:
+        process = subprocess.Popen(  # noqa: S603 - our own command line
+            [
+                sys.executable,
+                *("-m", "celery", "-A", "agentbuilder", "worker"),
+                *("--pool", pool, "--concurrency", str(concurrency), "-Q", "celery"),
+                *("--hostname", f"bench-{n}@%h", "--loglevel", "WARNING"),
+                *("--without-gossip", "--without-mingle", "--without-heartbeat"),
+                *options,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    return process, log
