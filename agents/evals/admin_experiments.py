@@ -140,7 +140,9 @@ class ExperimentForm(ServiceForm):
         dataset.queryset = datasets_visible(self.user, agent.environment).filter(
             agent_type=agent.agent_type
         )
-        dataset.help_text = f"The datasets of {agent.get_agent_type_display()} agents here."
+        dataset.help_text = (
+            f"Datasets of {agent.agent_type} agents' cases in {agent.environment.name}."
+        )
 
     def apply(self, data: dict[str, Any]) -> Experiment:
         spec = ExperimentSpec(
@@ -412,6 +414,7 @@ def dollars(value: float | Decimal | None) -> str:
 
 
 def pretty(value: Any) -> str:
+    """JSON on one line (a cell wraps it), a string as it is."""
     if value is None:
         return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
-WIDTH, HEIGHT = 420, 200
-LEFT, RIGHT, TOP, BOTTOM = 52, 12, 26, 34  # the margins around the plot
+WIDTH, HEIGHT = 340, 190
+LEFT, RIGHT, TOP, BOTTOM = 50, 14, 28, 34  # the margins around the plot
 MAX_X_LABELS = 10  # beyond it, every nth point is labelled (all keep their tooltip)
 
 

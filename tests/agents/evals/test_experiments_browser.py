@@ -141,6 +141,7 @@ def test_two_experiments_picked_in_the_list_compare_with_the_regression_first(
     page.login(invoker)
     page.open(reverse("admin:agents_agent_experiments", args=[calc.pk]))
     assert len(page.find_all("#experiment-charts svg .chart-dot")) >= 4
+    page.shot("experiments-list")
 
     page.find(f'tr[data-experiment="{a.pk}"] input[name=a]').click()
     page.find(f'tr[data-experiment="{b.pk}"] input[name=b]').click()
