@@ -9,6 +9,7 @@ leaves the dataset as it was.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -21,8 +22,22 @@ from agentbuilder.errors import Conflict, Invalid, Loc, NotFound
 from agentbuilder.users import User
 from agents.evals.cases import MAX_CASES_PER_CALL, case_check
 from agents.evals.selectors import dataset_cases
-from agents.models import AgentType, Dataset, DatasetCase, Environment, Run, RunFeedback, RunStatus
+from agents.models import (
+    NAME_PATTERN,
+    AgentType,
+    Dataset,
+    DatasetCase,
+    Environment,
+    Run,
+    RunFeedback,
+    RunStatus,
+)
 from agents.runs.request import TASK_TYPES
+
+
+def _name_check(name: str) -> None:
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise Invalid.at(("body", "name"), "1 to 100 letters, digits, '.', '_' or '-' (no spaces)")
 
 
 def _name_taken(name: str) -> Conflict:
@@ -35,6 +50,7 @@ def dataset_create(
 ) -> Dataset:
     """A new dataset, at revision 0 with no case (its caller's CREATE is the view's to
     check). Raises Invalid or Conflict (the name is taken)."""
+    _name_check(name)
     if agent_type not in AgentType.values:
         raise Invalid.at(("body", "agentType"), f"one of {', '.join(AgentType.values)}")
     if Dataset.objects.filter(environment=environment, name__iexact=name).exists():
@@ -59,7 +75,10 @@ def dataset_create(
 def dataset_update(
     *, user: User, dataset: Dataset, name: str | None = None, description: str | None = None
 ) -> Dataset:
-    """Rename or redescribe `dataset` (its cases and revision stay). Raises Conflict."""
+    """Rename or redescribe `dataset` (its cases and revision stay). Raises Invalid or
+    Conflict."""
+    if name is not None:
+        _name_check(name)
     locked = _locked(dataset)
     taken = Dataset.objects.filter(environment_id=locked.environment_id, name__iexact=name)
     if name is not None and name.lower() != locked.name.lower() and taken.exists():

@@ -6,6 +6,11 @@ from agents.evals import views
 
 urlpatterns = [
     path("datasets", views.DatasetListView.as_view(), name="dataset-list"),
+    path(
+        "datasets/import/promptfoo",
+        views.PromptfooImportView.as_view(),
+        name="dataset-import-promptfoo",
+    ),
     path("datasets/<str:datasetId>", views.DatasetDetailView.as_view(), name="dataset-detail"),
     path("datasets/<str:datasetId>/cases", views.CaseListView.as_view(), name="dataset-cases"),
     path(

@@ -12,6 +12,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from pydantic import Field, StrictInt
@@ -34,6 +35,7 @@ from agents.evals.experiments import (
     experiment_json,
     experiment_start,
 )
+from agents.evals.imports import promptfoo_dataset_import
 from agents.models import AgentType, AliasGate, Dataset, DatasetCase, Experiment
 from agents.selectors.agents import agent_get
 from agents.selectors.runs import run_get
@@ -357,6 +359,73 @@ class DatasetDetailView(_DatasetView):
     def delete(self, request: ApiRequest, datasetId: str) -> Response:
         services.dataset_delete(user=request.user, dataset=self._dataset(datasetId, Action.DELETE))
         return Response(status=204)
+
+
+class PromptfooIn(CamelModel):
+    name: str = Field(pattern=r"^[A-Za-z0-9._-]{1,100}$", description="The dataset's name.")
+    config: str = Field(
+        min_length=1, max_length=4 * 1024 * 1024, description="promptfooconfig.yaml's text."
+    )
+    agent_type: AgentType | None = Field(None, description="A new dataset's agent type.")
+    judge_model: str | None = Field(None, max_length=200)
+    input_var: str | None = Field(None, max_length=100)
+
+
+class PromptfooOut(OutputModel):
+    dataset: DatasetOut
+    created: bool
+    revision: int
+    added: int
+    scorers: list[dict[str, Any]] = Field(description="What to run its experiments with.")
+    warnings: list[dict[str, Any]] = Field(description="What did not carry over, and where.")
+
+
+class PromptfooImportView(_DatasetView):
+    conflicts = False
+
+    @extend_schema(
+        operation_id="datasets_import_promptfoo",
+        parameters=[ENVIRONMENT],
+        request=PromptfooIn,
+        responses={201: PromptfooOut},
+        tags=["datasets"],
+        summary="A promptfoo configuration's tests into a dataset (made if new), as one revision",
+        description="docs/api.md#importing-a-promptfoo-configuration. EDIT in the environment "
+        "(and CREATE for a new dataset). All or nothing: a refused test is a 400 at its path "
+        'under `["body", "config", ...]`; what does not carry over is listed in `warnings`.',
+    )
+    def post(self, request: ApiRequest) -> Response:
+        body = self.body(PromptfooIn)
+        require_on_environment(request.user, self.environment, Action.EDIT)
+        exists = selectors.datasets_visible(request.user, self.environment).filter(
+            name__iexact=body.name
+        )
+        if not exists.exists():
+            require_on_environment(request.user, self.environment, Action.CREATE)
+        try:
+            with transaction.atomic():  # a new dataset goes with its cases, or not at all
+                done = promptfoo_dataset_import(
+                    user=request.user,
+                    environment=self.environment,
+                    dataset_name=body.name,
+                    config=body.config,
+                    agent_type=body.agent_type,
+                    judge_model=body.judge_model,
+                    input_var=body.input_var,
+                )
+        except Invalid as exc:
+            raise exc.prefixed("body") from None
+        return render(
+            PromptfooOut(
+                dataset=DatasetOut.of(done.dataset),
+                created=done.created,
+                revision=done.revision,
+                added=len(done.imported.cases),
+                scorers=done.imported.scorers,
+                warnings=[w.as_dict() for w in done.imported.warnings],
+            ),
+            status=201,
+        )
 
 
 class CaseListView(_DatasetView):

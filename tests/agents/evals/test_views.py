@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from agentbuilder.errors import Invalid
 from agents.access.permissions import Action, grant
+from agents.evals.services import dataset_create
 from agents.models import (
     Agent,
     AliasChange,
@@ -431,3 +433,58 @@ def test_a_gate_is_refused_at_its_field(api: APIClient, calc: Agent) -> None:
         assert response.status_code == 400
         assert response.json()["detail"][0]["loc"][: len(loc)] == loc
     assert api.get(url).status_code == 404
+
+
+PROMPTFOO = """
+prompts: ["What is {{a}} times {{b}}?"]
+tests:
+  - vars: {a: 12, b: 11}
+    assert:
+      - type: contains
+        value: "132"
+      - type: javascript
+        value: output.length < 100
+"""
+
+
+def test_a_promptfoo_configuration_becomes_a_dataset_and_its_scorers(api: APIClient) -> None:
+    response = api.post(
+        "/v1/datasets/import/promptfoo",
+        {"name": "from-promptfoo", "agentType": "tool", "config": PROMPTFOO},
+        format="json",
+    )
+
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert (body["created"], body["revision"], body["added"]) == (True, 1, 1)
+    assert [s["name"] for s in body["scorers"]] == ["contains"]
+    assert body["warnings"][0]["loc"][:4] == ["config", "tests", 0, "assert"]
+    [case] = api.get(f"/v1/datasets/{body['dataset']['id']}/cases").json()["cases"]
+    assert case["input"]["messages"][0]["content"] == "What is 12 times 11?"
+    assert case["expected"]["contains"] == ["132"]
+
+
+def test_a_promptfoo_configuration_refused_leaves_no_dataset(api: APIClient) -> None:
+    bad = PROMPTFOO.replace('value: "132"', "value: {nested: 1}")
+
+    response = api.post(
+        "/v1/datasets/import/promptfoo",
+        {"name": "from-promptfoo", "agentType": "tool", "config": bad},
+        format="json",
+    )
+
+    assert response.status_code == 400, response.content
+    assert response.json()["detail"][0]["loc"][:3] == ["body", "config", "tests"]
+    assert not Dataset.objects.exists()
+
+
+def test_a_dataset_name_that_is_not_one_is_refused_at_its_field(member: Any, env: Any) -> None:
+    with pytest.raises(Invalid) as raised:
+        dataset_create(
+            user=member,
+            environment=env,
+            name="two words",
+            agent_type="tool",
+        )
+    assert raised.value.errors[0].loc == ("body", "name")
+    assert not Dataset.objects.exists()
