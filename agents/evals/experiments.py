@@ -213,6 +213,7 @@ def experiment_json(experiment: Experiment) -> dict[str, Any]:
         "passRate": summary.get("passRate"),
         "latencyMs": summary.get("latencyMs", {"p50": None, "p95": None}),
         "tokensUsage": summary.get("tokensUsage", {}),
+        "judgeTokensUsage": summary.get("judgeTokensUsage", {}),
         "costUsd": summary.get("costUsd"),
         "errors": summary.get("errors", 0),
         "error": experiment.error,

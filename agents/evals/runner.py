@@ -480,15 +480,19 @@ def experiment_announce(experiment_id: uuid.UUID) -> None:
 
 def summary_of(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
     """Per scorer its mean and pass rate over the cases it applied to; the pass rate of
-    whole cases; latency percentiles; tokens and cost summed (cost None when no case's is
-    known)."""
+    whole cases; latency percentiles; the runs' tokens and cost summed (cost None when no
+    case's is known), and apart the tokens judges spent scoring them."""
     per: dict[str, list[tuple[float, bool]]] = {}
     latencies, costs = [], []
     tokens = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+    judged = dict.fromkeys(tokens, 0)  # what scorers spent themselves (a judge's model)
     decided, passed, errors = 0, 0, 0
     for scores, case_passed, latency, usage, cost, error in rows:
         for name, s in (scores or {}).items():
             per.setdefault(name, []).append((float(s["score"]), bool(s["passed"])))
+            for key, count in (s.get("usage") or {}).items():
+                if key in judged:
+                    judged[key] += int(count)
         if case_passed is not None:
             decided += 1
             passed += bool(case_passed)
@@ -511,6 +515,7 @@ def summary_of(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
         "passRate": round(passed / decided, 4) if decided else None,
         "latencyMs": {"p50": _percentile(latencies, 50), "p95": _percentile(latencies, 95)},
         "tokensUsage": tokens,
+        "judgeTokensUsage": judged,
         "costUsd": float(sum(costs)) if costs else None,
         "cases": len(rows),
         "errors": errors,

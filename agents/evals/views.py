@@ -191,6 +191,7 @@ class ExperimentOut(OutputModel):
     pass_rate: float | None
     latency_ms: dict[str, float | None]
     tokens_usage: dict[str, int]
+    judge_tokens_usage: dict[str, int] = Field(description="What judges spent scoring the runs.")
     cost_usd: float | None
     errors: int
     error: dict[str, Any] | None

@@ -267,6 +267,9 @@ def test_every_scorer_reads_the_record_of_an_experiment_s_run(
     }
     assert first.scores["max_cost_usd"]["reason"] == UNPRICED
     assert first.scores["judge"]["usage"]["total_tokens"] > 0
+    experiment.refresh_from_db()
+    judged = experiment.summary["judgeTokensUsage"]["total_tokens"]
+    assert judged == sum(r.scores["judge"]["usage"]["total_tokens"] for r in (first, second))
     assert set(second.scores) == {
         "contains", "trajectory", "no_tool_calls", "max_latency_ms", "max_cost_usd", "judge",
     }  # fmt: skip
