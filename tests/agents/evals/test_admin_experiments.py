@@ -335,3 +335,21 @@ def test_a_hostile_version_label_is_escaped_in_the_list(
     assert "<img src=x" not in text
     assert "&lt;img src=x onerror=alert(1)&gt;" in text
     json.dumps(text)  # the page rendered whole
+
+
+@COMMITTED
+@pytest.mark.usefixtures("reseed_after_module")
+def test_the_tokens_a_judge_spent_show_apart_from_the_runs(
+    scripted_openai: FakeOpenAI, invoker: Any, calc: Agent, env: Any
+) -> None:
+    dataset = arithmetic(invoker, env)
+    # The offline model judges, deterministically.
+    judge = {"name": "judge", "model": "local.demo-v1", "rubric": "Is it the right number?"}
+    experiment = ran(scripted_openai, invoker, calc, dataset, ["4", "132"], scorers=[judge])
+
+    text = as_client(invoker).get(page_of(experiment)).content.decode()
+
+    judged = (experiment.summary or {})["judgeTokensUsage"]
+    assert judged["total_tokens"] > 0
+    assert 'id="summary-judge-tokens"' in text
+    assert f"/ {judged['total_tokens']}</td>" in text
