@@ -12,6 +12,7 @@ measures the page).
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any, Literal
 
 from django.contrib.admin import AdminSite
@@ -34,7 +35,14 @@ from agents.evals.admin_experiments import (
     score_cell,
     scorer_names,
 )
-from agents.evals.compare import Change, Row, Side, experiments_compare
+from agents.evals.compare import (
+    Change,
+    Row,
+    Side,
+    compare_index,
+    compare_rows,
+    experiments_compare,
+)
 from agents.evals.selectors import experiments_visible
 from agents.models import Agent, Experiment
 
@@ -111,20 +119,28 @@ def _choices(experiments: Any) -> list[dict[str, str]]:
 
 
 def _compared(request: HttpRequest, a: Experiment, b: Experiment) -> dict[str, Any]:
-    comparison = experiments_compare(a, b)
     names = list(dict.fromkeys([*scorer_names(a), *scorer_names(b)]))
     scorer = request.GET.get("scorer", "")
     scorer = scorer if scorer in names else ""
     show = request.GET.get("show", "all")
     show = show if show in SHOWS else "all"
-    classified = [
-        (row, scorer_change(row, scorer) if scorer else row.change) for row in comparison.rows
-    ]
-    if scorer:  # the comparison ordered them by whole cases; by this scorer instead
-        classified.sort(key=lambda rc: (ORDER[rc[1]], rc[0].position))
-    counts = {key: sum(1 for _, c in classified if _shown(c, key)) for key in SHOWS}
-    shown = [rc for rc in classified if _shown(rc[1], show)]
+    classified: list[tuple[str, int, Change, Row | None]]
+    if scorer:
+        # By one scorer: every case's scores are read (the comparison ordered them by whole
+        # cases; by this scorer instead).
+        classified = [
+            (row.case_id, row.position, scorer_change(row, scorer), row)
+            for row in experiments_compare(a, b).rows
+        ]
+        classified.sort(key=lambda rc: (ORDER[rc[2]], rc[1]))
+    else:
+        # By whole cases: classified in the database, the details read for the page alone.
+        classified = [(str(i.case_id), i.position, i.change, None) for i in compare_index(a, b)]
+    counts = {key: sum(1 for *_, c, _ in classified if _shown(c, key)) for key in SHOWS}
+    shown = [rc for rc in classified if _shown(rc[2], show)]
     page = Paginator(shown, ROWS_PER_PAGE).get_page(request.GET.get("page"))
+    missing = [uuid.UUID(case_id) for case_id, _, _, row in page if row is None]
+    details = {r.case_id: r for r in compare_rows(a, b, missing)} if missing else {}
     run_url = reverse("admin:agents_run_change", args=[NO_RUN])
     return {
         "a": a,
@@ -138,7 +154,10 @@ def _compared(request: HttpRequest, a: Experiment, b: Experiment) -> dict[str, A
         "scorer": scorer,
         "show": show,
         "show_options": [(key, label, counts[key]) for key, label in SHOWS.items()],
-        "rows": [_row(row, change, names, run_url) for row, change in page],
+        "rows": [
+            _row(row or details[case_id], change, names, run_url)
+            for case_id, _, change, row in page
+        ],
         "page": page,
     }
 
