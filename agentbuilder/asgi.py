@@ -1,3 +1,4 @@
+import gc
 import os
 from typing import Any
 
@@ -32,6 +33,11 @@ async def lifespan(receive: Any, send: Any) -> None:
             shutdown.watch_signals()  # the server's handlers are in place by now
             liveness.ensure_started()
             beat.ensure_started()
+            # What start-up made (Django, the apps, their modules: most of the heap) lives as
+            # long as the process: out of the collector's sight, a full collection walks only
+            # what requests made. A/B on the experiments' compare page: p95 530 → 360 ms,
+            # p50 the same (bench/README.md, 2026-11-29).
+            gc.freeze()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             beat.stop()
