@@ -23,7 +23,12 @@ from django.urls import URLPattern, path, reverse
 from agentbuilder.admin_forms import ServiceForm, form_for_user, model_fields
 from agentbuilder.errors import DomainError, NotFound, PermissionDenied
 from agentbuilder.users import User, request_user
-from agents.access.permissions import Action, environments_with, holds_on_environment
+from agents.access.permissions import (
+    Action,
+    environments_with,
+    held_on_some_environment,
+    holds_on_environment,
+)
 from agents.evals.admin_experiments import percent
 from agents.evals.selectors import (
     dataset_cases,
@@ -52,6 +57,9 @@ COLUMNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("metadata", "metadata (JSON)", ()),
 )
 assert {c[0] for c in COLUMNS} == set(ROW_FIELDS)
+
+
+DATASET_ACTIONS = (Action.CREATE, Action.EDIT, Action.DELETE)
 
 
 class DatasetForm(ServiceForm):
@@ -201,17 +209,20 @@ class DatasetAdmin(admin.ModelAdmin):
     def _may(self, request: HttpRequest, obj: Dataset | None, action: Action) -> bool:
         if not self.has_module_permission(request):
             return False
-        # The admin asks each several times while it renders a page: once a request.
-        held: dict[tuple[Action, Any], bool] = request.__dict__.setdefault("datasets_held", {})
-        key = (action, None if obj is None else obj.environment_id)
+        user = request_user(request)
+        if user.is_superuser:
+            return True
+        # The admin asks each several times while it renders a page (its sidebar, on every
+        # page): once a request, and the three actions at once.
+        held: dict[Any, Any] = request.__dict__.setdefault("datasets_held", {})
+        if obj is None:
+            if "anywhere" not in held:
+                held["anywhere"] = held_on_some_environment(user, DATASET_ACTIONS)
+            return action in held["anywhere"]
+        key = (action, obj.environment_id)
         if key not in held:
-            user = request_user(request)
-            held[key] = (
-                environments_with(user, action).exists()
-                if obj is None
-                else holds_on_environment(user, obj.environment, action)
-            )
-        return held[key]
+            held[key] = holds_on_environment(user, obj.environment, action)
+        return bool(held[key])
 
     def save_model(self, request: HttpRequest, obj: Dataset, form: Any, change: bool) -> None:
         """Nothing left to write: the form saved through the services while it validated."""
