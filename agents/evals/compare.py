@@ -5,8 +5,12 @@ Cases are matched by their id: a case unchanged between two revisions keeps it, 
 experiments on different revisions compare on the cases they share (and list the others
 on one side only). With repetitions, a side's pass rate over them decides: a case whose
 pass rate fell from A to B is a regression, one whose rose an improvement, one whose
-answers or scores differ is changed. Three queries, whatever the number of cases: the
-compare page renders two 1,000-case experiments from it (bench/experiments.py).
+answers or scores differ is changed.
+
+Two ways to the same rows: `experiments_compare` reads every case's details (three
+queries, whatever the number of cases: the API answers every row); `compare_index`
+classifies every case in one query and `compare_rows` reads the details of the cases a
+page shows (the admin's page, bench/experiments.py).
 """
 
 from __future__ import annotations
