@@ -40,6 +40,7 @@ from tests.live import (  # noqa: F401 (the fixtures counter, model, not_sweepin
 )
 from tests.support.backends import openai_server  # noqa: F401
 from tests.support.processes import free_port, start_redis, start_worker, stop
+from tests.support.rag import corpus, rag_agent  # noqa: F401 (the fixture corpus)
 
 pytestmark = [
     # The cases' runs run in this process's runner threads, which see committed rows only.
@@ -269,3 +270,36 @@ def test_a_priced_models_runs_cost_what_their_tokens_cost(
         costs.append(expected)
     assert experiment.summary["costUsd"] == pytest.approx(sum(costs))
     assert sum(costs) > 0
+
+
+def test_a_rag_agents_sources_are_scored_from_its_runs_source_nodes(
+    make_agent: Callable[..., Agent],
+    member: Any,
+    env: Any,
+    corpus: Any,  # noqa: F811 (the fixture)
+) -> None:
+    helper = rag_agent(make_agent)
+    handbook = str(corpus["handbook"].pk)
+    never = "00000000-0000-4000-8000-000000000000"  # no document of the environment
+    dataset = dataset_create(user=member, environment=env, name="sources", agent_type="rag")
+    question = "How many days of paid vacation does an employee earn per year?"
+    cases_add(
+        user=member,
+        dataset=dataset,
+        cases=[
+            {"input": question, "expected": {"sourceDocIds": [handbook]}},
+            {"input": question, "expected": {"sourceDocIds": [handbook, never]}},
+        ],
+    )
+    spec = ExperimentSpec(version="1", scorers=["source_recall"])
+    experiment = experiment_start(
+        user=member, agent=helper, dataset=dataset, spec=spec, dispatch=False
+    )
+
+    runner.experiment_run_here(experiment)
+
+    found, missed = ExperimentResult.objects.filter(experiment=experiment)
+    assert found.scores["source_recall"]["passed"] is True
+    assert missed.scores["source_recall"]["score"] == 0.5
+    assert missed.scores["source_recall"]["passed"] is False
+    assert "25 days" in found.answer
