@@ -152,7 +152,8 @@ def slot_run(experiment_id: uuid.UUID) -> int:
         while (item := _claim(experiment_id)) is not None:
             liveness.hold(RESULTS, item.id)
             try:
-                _run_case(setup, item)
+                if not _run_case(setup, item):
+                    break  # the process stops: the case goes back, another takes it
             finally:
                 liveness.release(RESULTS, item.id)
             ran += 1
@@ -251,9 +252,17 @@ def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
-def _run_case(setup: _Setup, item: _Item) -> None:
+def _run_case(setup: _Setup, item: _Item) -> bool:
+    """Run, score and record the case; False when the process's runner would not start it
+    (the process stops), the case then handed back, pending, unscored."""
     experiment = setup.experiment
-    run_id, refused = _run(experiment, item)
+    started = _run(experiment, item)
+    if started is None:
+        ExperimentResult.objects.filter(
+            pk=item.id, status=ResultStatus.RUNNING, attempts=item.attempt
+        ).update(status=ResultStatus.PENDING, attempts=item.attempt - 1, lease_until=None)
+        return False
+    run_id, refused = started
     run = None if run_id is None else Run.objects.filter(pk=run_id).first()
     observed = _observed(run, refused, item.case_input, setup.prices)
     expected = expected_of(item.expected)
@@ -263,11 +272,13 @@ def _run_case(setup: _Setup, item: _Item) -> None:
         if score is not None:
             scores[scorer.name] = score
     _record(experiment.pk, item.id, item.attempt, run, observed, scores)
+    return True
 
 
-def _run(experiment: Experiment, item: _Item) -> tuple[uuid.UUID | None, str | None]:
+def _run(experiment: Experiment, item: _Item) -> tuple[uuid.UUID | None, str | None] | None:
     """Run the case to its end in this process's runner: the run's id (None when the call
-    was refused before any run existed) and why it was refused."""
+    was refused before any run existed) and why it was refused; None when the runner did
+    not take it (its process is stopping: agentbuilder.shutdown)."""
     request = _request(experiment, item.case_input)
     started: dict[str, Any] = {}
 
@@ -288,6 +299,8 @@ def _run(experiment: Experiment, item: _Item) -> tuple[uuid.UUID | None, str | N
     # of their own: a worker's slots waiting with theirs would starve its runs.
     connection.close()
     detached.runner().submit(uuid.uuid4(), claim).result()
+    if not started:
+        return None
     return started.get("run_id"), started.get("refused")
 
 

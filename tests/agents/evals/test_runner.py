@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agentbuilder import shutdown
 from agents.access.permissions import Action, grant
 from agents.evals import runner
 from agents.evals.experiments import ExperimentSpec, experiment_start
@@ -303,3 +304,25 @@ def test_a_rag_agents_sources_are_scored_from_its_runs_source_nodes(
     assert missed.scores["source_recall"]["score"] == 0.5
     assert missed.scores["source_recall"]["passed"] is False
     assert "25 days" in found.answer
+
+
+def test_a_case_the_stopping_process_will_not_start_goes_back_unscored(
+    calc: Agent, member: Any, env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dataset = dataset_create(user=member, environment=env, name="later", agent_type="tool")
+    cases_add(user=member, dataset=dataset, cases=[{"input": "What is 2 times 3?"}])
+    spec = ExperimentSpec(version="1", scorers=["exact"])
+    experiment = experiment_start(
+        user=member, agent=calc, dataset=dataset, spec=spec, dispatch=False
+    )
+    with monkeypatch.context() as stopping:
+        stopping.setattr(shutdown, "stopping", lambda: True)  # a SIGTERM received
+
+        assert runner.slot_run(experiment.pk) == 0
+
+    [result] = ExperimentResult.objects.filter(experiment=experiment)
+    assert (result.status, result.attempts, result.scores) == ("pending", 0, {})
+    assert not Run.objects.filter(protocol="eval").exists()
+    runner.experiment_run_here(experiment)  # another process, say: it runs the case
+    experiment.refresh_from_db()
+    assert (experiment.status, experiment.done) == ("completed", 1)
