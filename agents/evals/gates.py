@@ -12,6 +12,7 @@ alias history.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,30 +153,24 @@ def alias_move(
     """Point alias `name` at version `version_number`, through its gate if it has one.
     Raises Conflict (409: the gate refused, with the experiment and its failing cases),
     PermissionDenied (a forced move without AUDIT), Invalid or NotFound."""
-    gate = gate_for(agent, name)
+    move = functools.partial(
+        alias_set,
+        user=user,
+        agent=agent,
+        name=name,
+        version_number=version_number,
+        name_loc=name_loc,
+        version_loc=version_loc,
+    )
     if force:
         if not reason.strip():
             raise Invalid.at(("body", "reason"), "a forced move says why")
         if not agents_with(user, Action.AUDIT).filter(pk=agent.pk).exists():
             raise PermissionDenied("Forcing a move past an alias's gate needs AUDIT on the agent.")
-        return alias_set(
-            user=user,
-            agent=agent,
-            name=name,
-            version_number=version_number,
-            name_loc=name_loc,
-            version_loc=version_loc,
-            forced_reason=reason,
-        )
+        return move(forced_reason=reason)
+    gate = gate_for(agent, name)
     if gate is None:
-        return alias_set(
-            user=user,
-            agent=agent,
-            name=name,
-            version_number=version_number,
-            name_loc=name_loc,
-            version_loc=version_loc,
-        )
+        return move()
     if not agent.versions.filter(number=version_number).exists():
         raise Invalid.at(version_loc, f"agent '{agent.name}' has no version {version_number}")
     verdict = gate_verdict(user=user, agent=agent, gate=gate, version=str(version_number))
@@ -191,15 +186,7 @@ def alias_move(
             misses=verdict.misses,
             failingCases=failing_cases(verdict.experiment),
         )
-    return alias_set(
-        user=user,
-        agent=agent,
-        name=name,
-        version_number=version_number,
-        name_loc=name_loc,
-        version_loc=version_loc,
-        allowed_by=verdict.experiment,
-    )
+    return move(allowed_by=verdict.experiment)
 
 
 def failing_cases(experiment: Experiment, limit: int = FAILING_CASES_SHOWN) -> list[dict[str, Any]]:
