@@ -66,6 +66,9 @@ def test_no_test_module_imports_from_another_test_module() -> None:
 # spans. A new test module is named after its source module (tests/<path>/test_<module>.py,
 # or test_<package>.py for a package as a whole) or is added here with its reason.
 BEHAVIOUR_SUITES: dict[str, str] = {
+    "agents/evals/test_views.py": (
+        "the evaluations' API end to end (agents/evals/api_datasets.py, api_experiments.py)"
+    ),
     "agents/evals/test_eval_command.py": (
         "`manage.py agents eval`: an experiment run by the command, its JUnit report, exit 1"
     ),

@@ -1,6 +1,7 @@
-"""Evaluations through the API (agents/evals/views.py): datasets and their revisions,
-feedback, experiments run by the server's slots through the run path, compare, and an
-alias whose gate refuses a version that fails its dataset, then lets a good one through."""
+"""Evaluations through the API (agents/evals/api_datasets.py, api_experiments.py):
+datasets and their revisions, feedback, experiments run by the server's slots through the
+run path, compare, and an alias whose gate refuses a version that fails its dataset, then
+lets a good one through."""
 
 from __future__ import annotations
 
