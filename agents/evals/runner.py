@@ -510,7 +510,16 @@ def experiments_sweep() -> None:
     """Cases whose slot died: run again, or (their second time) scored as failed; then
     experiments with cases left and no live slot: handed to workers again."""
     lapsed = ExperimentResult.objects.filter(status=ResultStatus.RUNNING, lease_until__lt=Now())
-    lapsed.filter(attempts__lt=MAX_ATTEMPTS).update(status=ResultStatus.PENDING, lease_until=None)
+    again = lapsed.filter(attempts__lt=MAX_ATTEMPTS)
+    rerun = set(again.values_list("experiment_id", flat=True))
+    again.update(status=ResultStatus.PENDING, lease_until=None)
+    if rerun:
+        # Handed over in this pass: their experiments' own lease may have lapsed a pass
+        # before (its slots then found nothing pending, and it was leased for a queue's
+        # wait), so the cases would otherwise wait out RUN_QUEUE_LEASE_SECONDS.
+        Experiment.objects.filter(
+            pk__in=rerun, status__in=[ExperimentStatus.QUEUED, ExperimentStatus.RUNNING]
+        ).update(lease_until=timezone.now() - timedelta(seconds=1))
     interrupted = Observed(answer="", failed=INTERRUPTED)
     given_up = lapsed.filter(attempts__gte=MAX_ATTEMPTS).values_list(
         "pk", "attempts", "experiment_id", "experiment__scorers"

@@ -8,12 +8,14 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from django.utils import timezone
 
 from agentbuilder import shutdown
 from agents.access.permissions import Action, grant
@@ -99,7 +101,7 @@ def test_an_experiment_runs_every_case_as_the_requesters_eval_run_and_scores_it(
 
 # ---------------------------------------------------------------- Redis and Celery workers
 
-PATIENCE = 180.0  # seconds a loaded machine may take for what takes a few when idle
+PATIENCE = 600.0  # only so that a broken experiment fails rather than hangs the suite
 
 
 @contextmanager
@@ -326,3 +328,33 @@ def test_a_case_the_stopping_process_will_not_start_goes_back_unscored(
     runner.experiment_run_here(experiment)  # another process, say: it runs the case
     experiment.refresh_from_db()
     assert (experiment.status, experiment.done) == ("completed", 1)
+
+
+def test_a_case_handed_back_by_the_sweep_is_run_again_at_once(
+    calc: Agent, member: Any, env: Any
+) -> None:
+    dataset = dataset_create(user=member, environment=env, name="swept", agent_type="tool")
+    cases_add(user=member, dataset=dataset, cases=[{"input": "What is 2 times 3?"}])
+    spec = ExperimentSpec(version="1", scorers=["exact"])
+    experiment = experiment_start(
+        user=member, agent=calc, dataset=dataset, spec=spec, dispatch=False
+    )
+    # As a dead worker leaves it: its case claimed, its lease lapsed; the experiment leased
+    # for a queue's wait by a pass that found nothing pending yet.
+    past = timezone.now() - timedelta(seconds=5)
+    ExperimentResult.objects.filter(experiment=experiment).update(
+        status="running", attempts=1, lease_until=past
+    )
+    Experiment.objects.filter(pk=experiment.pk).update(
+        status="running", lease_until=timezone.now() + timedelta(hours=1)
+    )
+
+    runner.experiments_sweep()
+
+    give_up = time.monotonic() + PATIENCE  # the case runs in this process's slot threads
+    while (done := Experiment.objects.get(pk=experiment.pk)).status == "running":
+        assert time.monotonic() < give_up, "the case handed back was never run again"
+        time.sleep(0.05)
+    assert (done.status, done.done) == ("completed", 1)
+    [result] = ExperimentResult.objects.filter(experiment=experiment)
+    assert (result.status, result.attempts) == ("scored", 2)
