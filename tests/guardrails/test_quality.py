@@ -119,7 +119,7 @@ def test_every_set_says_where_it_comes_from_and_under_which_licence() -> None:
 
 
 def test_enough_independent_origins_to_leave_one_out() -> None:
-    # The issue asks for at least eight attack and six benign sources; there is one more.
+    # The issue asks for at least eight attack and six benign sources; one more of each.
     assert len(quality.origins("attack")) >= 9
     assert len(quality.origins("benign")) >= 7
     assert {quality.load(n).channel for n in quality.ATTACK_SETS} == {"prompt", "context"}
