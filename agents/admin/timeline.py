@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from guardrails.engines.base import KIND_WORDS
+
 # Shown in a step's details, in this order; the rest of a step is its bar and label.
 DETAIL_KEYS = (
     "model",
@@ -34,6 +36,18 @@ MIN_WIDTH = 0.5  # percent: a step of a few microseconds still shows as a mark
 
 
 @dataclass(frozen=True)
+class Notice:
+    """What a guardrail step found (its `detected`), in words."""
+
+    found: str  # the kind in words ("instruction override"), or "a block" where not told
+    detector: str
+    score: float
+    matched: str | None  # the matched text, where the step has it
+    start: int | None = None
+    end: int | None = None
+
+
+@dataclass(frozen=True)
 class Bar:
     kind: str
     label: str
@@ -44,6 +58,7 @@ class Bar:
     width: float
     depth: int  # 1 for the steps of a nested task agent
     details: list[tuple[str, str]]
+    notice: Notice | None = None  # a guardrail step's: what it found
 
 
 def timeline(steps: list[dict[str, Any]], started_at: datetime, span_ms: int | None) -> list[Bar]:
@@ -65,9 +80,27 @@ def timeline(steps: list[dict[str, Any]], started_at: datetime, span_ms: int | N
             width=round(max(MIN_WIDTH, 100 * int(step.get("latencyMs") or 0) / span), 2),
             depth=1 if step.get("parent") is not None else 0,
             details=[(key, _shown(step[key])) for key in DETAIL_KEYS if key in step],
+            notice=_notice(step.get("detected")) if step.get("type") == "guardrail" else None,
         )
         for start, step in zip(starts, steps, strict=True)
     ]
+
+
+def _notice(detected: Any) -> Notice | None:
+    if not isinstance(detected, dict):
+        return None  # a step written before blocks said what they found
+    kind = detected.get("kind")
+    span = detected.get("span")
+    if not isinstance(span, dict):
+        span = {}
+    return Notice(
+        found=KIND_WORDS.get(kind, str(kind)) if kind else "a block",
+        detector=str(detected.get("detector") or ""),
+        score=float(detected.get("score") or 0.0),
+        matched=span.get("text"),
+        start=span.get("start"),
+        end=span.get("end"),
+    )
 
 
 def _start_ms(step: dict[str, Any], started_at: datetime) -> int:

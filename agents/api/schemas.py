@@ -336,7 +336,8 @@ class RunOut(OutputModel):
     error: dict[str, Any] | None
     steps: list[dict[str, Any]] = Field(
         description="What the run did, in order: model_call, tool_call, retrieval and "
-        "guardrail steps, each with startedAt, latencyMs and status."
+        "guardrail steps, each with startedAt, latencyMs and status; a guardrail step's "
+        "`detected` says what it found (kind, detector, score, span)."
     )
     schedule_id: UUID | None = Field(
         None, description="The schedule whose tick started it (protocol `schedule`)."

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from agents.llm.base import Usage
 from agents.runtime.approvals import ApprovalRequest, PausedTurn
 from agents.runtime.failures import FailureCode
+from agents.runtime.steps import Detected, step_json
 from guardrails.engines.base import Stage
 
 
@@ -47,6 +48,7 @@ class GuardrailVerdict(TypedDict):
     action: str
     name: str
     stage: Stage
+    detected: NotRequired[dict[str, Any]]  # {kind, detector, score, span?}: Detected
 
 
 class CustomOutputs(TypedDict, total=False):
@@ -68,9 +70,13 @@ class Intervention:
     stage: Stage
     message: str
     action: str = "BLOCKED"
+    detected: Detected | None = None  # what it found; None from a writer that did not say
 
     def custom_outputs(self) -> CustomOutputs:
-        return {"guardrail": {"action": self.action, "name": self.name, "stage": self.stage}}
+        verdict: GuardrailVerdict = {"action": self.action, "name": self.name, "stage": self.stage}
+        if self.detected is not None:
+            verdict["detected"] = step_json(self.detected)
+        return {"guardrail": verdict}
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from agents.runtime.events import (
     ToolCall,
 )
 from agents.runtime.spec import Meter
-from agents.runtime.steps import ContextSource, GuardrailStep
+from agents.runtime.steps import ContextSource, Detected, GuardrailStep, MatchedText
 from agents.runtime.trace import Step, Trace, cut
-from guardrails.engines.base import Stage
+from guardrails.engines.base import Stage, Verdict, kind_at
 from guardrails.engines.rules import Rule
 from retrieval.nodes import Node
 
@@ -55,15 +55,32 @@ class Guard:
         for index, verdict in enumerate(verdicts):
             if verdict.blocked:
                 rule = rules[index // len(texts)]
-                intervention = Intervention(rule.name, stage, rule.message(stage))
+                found = detected(verdict, texts[index % len(texts)], stage)
+                intervention = Intervention(rule.name, stage, rule.message(stage), detected=found)
                 if self.trace is not None:  # only checks that intervened are steps
-                    step.end("completed", GuardrailStep(rule.name, stage, intervention.action))
+                    shown = GuardrailStep(rule.name, stage, intervention.action, detected=found)
+                    step.end("completed", shown)
                     self.trace.add(step)
                 return intervention
         return None
 
 
 DROPPED_EXCERPT = 512  # bytes of a dropped passage or tool result the trace keeps
+MATCHED_CHARS = 200  # of the matched text a block reports
+
+
+def detected(verdict: Verdict, text: str, stage: Stage) -> Detected:
+    """What a blocking verdict on `text` found, as the run reports it. At the output stage
+    the matched text is left out: what an output guardrail blocks never leaves the server,
+    and the answer's customOutputs and the run's steps both reach the caller."""
+    span = verdict.match
+    matched = None
+    if span is not None and stage != "output":
+        quoted = text[span.start : span.end]
+        if len(quoted) > MATCHED_CHARS:
+            quoted = quoted[: MATCHED_CHARS - 1] + "…"
+        matched = MatchedText(span.start, span.end, quoted)
+    return Detected(kind_at(verdict.kind, stage), verdict.detector, verdict.score, matched)
 
 
 async def screen_context(
@@ -85,12 +102,15 @@ async def screen_context(
     found: list[str | None] = []
     for index, (text, where) in enumerate(items):
         mine = verdicts[index * len(context_rules) : (index + 1) * len(context_rules)]
-        rule = next((r for r, v in zip(context_rules, mine, strict=True) if v.blocked), None)
+        rule, verdict = next(
+            ((r, v) for r, v in zip(context_rules, mine, strict=True) if v.blocked), (None, None)
+        )
         found.append(None if rule is None else rule.name)
-        if rule is not None and trace is not None:
+        if rule is not None and verdict is not None and trace is not None:
             excerpt = cut(text, DROPPED_EXCERPT)
+            what = detected(verdict, text, "context")
             steps[index].end(
-                "completed", GuardrailStep(rule.name, "context", action, where, excerpt)
+                "completed", GuardrailStep(rule.name, "context", action, where, excerpt, what)
             )
             trace.add(steps[index])
     return found

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from guardrails.engines.base import Stage
+from guardrails.engines.base import Kind, Stage
 
 # A field whose None means "not reported" (a tool call has a result or an error, a
 # guardrail step the source it screened) rather than "reported as null".
@@ -51,12 +51,34 @@ class ContextSource:
 
 
 @dataclass(frozen=True)
+class MatchedText:
+    """Where in the checked text the deciding evidence is, and that text (cut)."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Detected:
+    """What a guardrail that blocked found (docs/api.md#guardrails): the kind of attack or
+    content (None where the engine cannot tell), the detector that decided, how sure it was
+    (0..1) and, where there is one, the matched text."""
+
+    kind: Kind | None
+    detector: str
+    score: float
+    span: MatchedText | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
 class GuardrailStep:
     name: str
     stage: Stage
     action: str  # BLOCKED, DROPPED, REPLACED
     came_from: ContextSource | None = field(default=None, metadata=OMIT_NONE)
     text: str | None = field(default=None, metadata=OMIT_NONE)  # the beginning of what it dropped
+    detected: Detected | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
@@ -88,8 +110,9 @@ StepDetail = (
 )
 
 
-def step_json(detail: StepDetail | ContextSource) -> dict[str, Any]:
-    """The detail's fields in camelCase; a ContextSource's fields join its step's."""
+def step_json(detail: StepDetail | ContextSource | Detected | MatchedText) -> dict[str, Any]:
+    """The detail's fields in camelCase; a ContextSource's fields join its step's, what a
+    guardrail detected is an object of its own."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(detail):
         value = getattr(detail, f.name)
@@ -98,6 +121,8 @@ def step_json(detail: StepDetail | ContextSource) -> dict[str, Any]:
         if isinstance(value, ContextSource):
             out.update(step_json(value))
             continue
+        if isinstance(value, Detected | MatchedText):
+            value = step_json(value)
         out[_camel(f.name)] = value
     return out
 

@@ -27,8 +27,9 @@ from itertools import chain
 from operator import itemgetter, mul
 from typing import Any
 
+from guardrails.detectors.kinds import GUARDIAN_KINDS
 from guardrails.detectors.rules import DATA
-from guardrails.engines.base import PASS, Span, Stage, Verdict
+from guardrails.engines.base import PASS, Kind, Span, Stage, Verdict
 
 HEAD = DATA / "prompt_attack_head.json.gz"
 WHOLE = 3000  # up to this many characters a text is scored whole: a 2 KB prompt is one
@@ -111,6 +112,12 @@ class PromptClassifier:
         """Guardian's eight class scores of a vector (for fitting the head, and tests)."""
         g = self.guardian
         return [b + _dot(columns, values, row) for b, row in zip(g.intercept, g.coef, strict=True)]
+
+    def guardian_kind(self, text: str) -> Kind | None:
+        """The kind of attack Guardian's most likely class names, if it names one."""
+        logits = self.guardian_logits(*self.features(text))
+        top = max(range(len(logits)), key=logits.__getitem__)
+        return GUARDIAN_KINDS.get(self.guardian.classes[top])
 
     def probability(self, text: str) -> float:
         z = self.bias + _dot(*self.features(text), self.head_row)
@@ -238,4 +245,15 @@ class ClassifierDetector:
         spans = (Span(scored.start, scored.end, LABEL),)
         if score < self.threshold:
             return Verdict(score=score, spans=spans)
-        return Verdict(action="BLOCKED", score=score, spans=spans, reason=f"prompt attack: {LABEL}")
+        # The head says how likely an attack is, not which: Guardian's class scores of the
+        # window say which, when they name one.
+        kind = self.classifier.guardian_kind(text[scored.start : scored.end])
+        return Verdict(
+            action="BLOCKED",
+            score=score,
+            spans=spans,
+            reason=f"prompt attack: {LABEL}",
+            kind=kind or ("indirect" if stage == "context" else "override"),
+            detector=LABEL,
+            match=spans[0],
+        )

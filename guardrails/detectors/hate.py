@@ -194,4 +194,4 @@ class HateDetector:
             return PASS
         hits = exempt(find(RULES, folded.text), INNOCENT, folded.text)
         hits = exempt(hits, REPORTED, folded.text, _REPORTABLE)
-        return verdict(folded.restore(hits), self.threshold, "hate")
+        return verdict(folded.restore(hits), self.threshold, "hate", "hate word list")

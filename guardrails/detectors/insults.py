@@ -202,4 +202,4 @@ class InsultsDetector:
         if not GATE.opens(folded.text):
             return PASS
         hits = exempt(find(RULES, folded.text), EXEMPTIONS, folded.text)
-        return verdict(folded.restore(hits), self.threshold, "insult")
+        return verdict(folded.restore(hits), self.threshold, "insult", "insults word list")

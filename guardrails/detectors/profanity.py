@@ -59,7 +59,15 @@ class ProfanityDetector:
         masked = result.get("processed_text") or text
         spans = tuple(Span(s, e, "profanity") for s, e in _unmask(text, masked, starts))
         words = ", ".join(dict.fromkeys(text[s.start : s.end] for s in spans))
-        return Verdict(action="BLOCKED", score=1.0, spans=spans, reason=f"profanity: {words}")
+        return Verdict(
+            action="BLOCKED",
+            score=1.0,
+            spans=spans,
+            reason=f"profanity: {words}",
+            kind="profanity",
+            detector="profanity word list",
+            match=spans[0] if spans else None,
+        )
 
 
 def _unmask(text: str, masked: str, starts: list[int]) -> list[tuple[int, int]]:

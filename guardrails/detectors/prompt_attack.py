@@ -11,15 +11,18 @@ making one and is blocked.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from guardrails.detectors import encodings
 from guardrails.detectors.classifier import ClassifierDetector, windows
 from guardrails.detectors.prompt_attack_language import LANGUAGE
 from guardrails.detectors.prompt_attack_multilingual import MULTILINGUAL
 from guardrails.detectors.rules import (
+    INVISIBLE,
     Hit,
     WeightedPattern,
     combine,
+    explain,
     find,
     fold,
     threshold,
@@ -100,10 +103,19 @@ class PromptAttackDetector:
         self.classifier = ClassifierDetector(sensitivity) if classifier else None
 
     def check(self, text: str, stage: Stage) -> Verdict:
-        rules = verdict(self._windowed_hits(text), self.threshold, "prompt attack")
+        hits = self._windowed_hits(text)
+        rules = _invisible(verdict(hits, self.threshold, "prompt attack"), text)
         if self.classifier is None or rules.blocked:  # blocked already: spare the classifier
             return rules
-        return combine(rules, self.classifier.check(text, stage))
+        learned = self.classifier.check(text, stage)
+        window = learned.match
+        if learned.blocked and window is not None:
+            # Hits too weak to block on their own still say what the classifier saw.
+            inside = [h for h in hits if window.start <= h.start and h.end <= window.end]
+            named = explain(inside)
+            if named["kind"] is not None:
+                learned = replace(learned, kind=named["kind"], match=named["match"])
+        return combine(rules, learned)
 
     def _windowed_hits(self, text: str) -> list[Hit]:
         """The rules' hits; past LONG characters only in the classifier's windows (at most
@@ -142,3 +154,12 @@ class PromptAttackDetector:
                     label = f"prompt attack in {run.encoding}"
                     hits.append(Hit(run.start, run.end, label, inner.score))
         return hits
+
+
+def _invisible(found: Verdict, text: str) -> Verdict:
+    """An attack whose words were broken up by invisible characters (folding drops them
+    before the rules read) was hidden, whatever it says."""
+    match = found.match
+    if match is None or INVISIBLE.isdisjoint(text[match.start : match.end]):
+        return found
+    return replace(found, kind="hidden")

@@ -13,13 +13,16 @@ import unicodedata
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
-from guardrails.engines.base import PASS, Span, Verdict
+from guardrails.detectors.kinds import kind_of
+from guardrails.engines.base import PASS, Kind, Span, Verdict
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
 # Higher sensitivity blocks on weaker evidence.
 THRESHOLDS = {"low": 0.9, "medium": 0.7, "high": 0.5}
+RULES = "rules"  # the detector a rule-based verdict names
 
 # One character in, one character out, so offsets in the folded text are offsets in the
 # original. Digits read as letters only matter inside words ("10 items" folding to
@@ -30,7 +33,7 @@ _SYMBOLS = {"@": "a", "$": "s", "!": "i", "|": "i"}
 _SYMBOL_IN_WORD = re.compile(r"[@$!|](?=[a-z0-9])")
 # Cyrillic letters that pass for Latin ones, and typographic apostrophes.
 _LOOKALIKES = str.maketrans("аеорсхуіѕԁ\u2018\u2019\u02bc", "aeopcxyisd'''")
-_INVISIBLE = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
+INVISIBLE = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
 
 
 def threshold(sensitivity: str) -> float:
@@ -78,12 +81,12 @@ _FOLD = _FoldTable()
 def fold(text: str) -> Folded:
     if text.isascii():
         return Folded(_leet(text.lower()))
-    if _INVISIBLE.isdisjoint(text):
+    if INVISIBLE.isdisjoint(text):
         return Folded(_leet(text.translate(_FOLD).translate(_LOOKALIKES)))
     chars: list[str] = []
     origin: list[int] = []
     for index, char in enumerate(text):
-        if char in _INVISIBLE:
+        if char in INVISIBLE:
             continue
         chars.append(_FOLD[ord(char)])
         origin.append(index)
@@ -233,24 +236,59 @@ def score(hits: Sequence[Hit]) -> tuple[float, list[Hit]]:
     return round(1.0 - doubt, 4), sorted(kept, key=lambda h: h.start)
 
 
-def verdict(hits: Sequence[Hit], limit: float, reason: str) -> Verdict:
-    """Block when the hits (in the original text) together reach `limit`."""
+def verdict(hits: Sequence[Hit], limit: float, reason: str, detector: str = RULES) -> Verdict:
+    """Block when the hits (in the original text) together reach `limit`. Either way the
+    verdict's kind and match are those of the strongest hit (what a classifier that blocks
+    on the same text may borrow)."""
     if not hits:
         return PASS
     total, kept = score(hits)
     spans = tuple(Span(h.start, h.end, label=h.label) for h in kept)
+    named = explain(kept)
     if total < limit:
-        return Verdict(score=total, spans=spans)
+        return Verdict(score=total, spans=spans, detector=detector, **named)
     labels = ", ".join(dict.fromkeys(h.label for h in kept))
-    return Verdict(action="BLOCKED", score=total, spans=spans, reason=f"{reason}: {labels}")
+    return Verdict(
+        action="BLOCKED",
+        score=total,
+        spans=spans,
+        reason=f"{reason}: {labels}",
+        detector=detector,
+        **named,
+    )
+
+
+class Explained(TypedDict):
+    kind: Kind | None
+    match: Span | None
+
+
+def explain(hits: Sequence[Hit]) -> Explained:
+    """The kind and span of the strongest hit whose label has a kind (the first of them on a
+    tie): what a notice says the text was."""
+    known = [h for h in hits if kind_of(h.label) is not None]
+    best = max(known, key=lambda h: (h.weight, -h.start), default=None)
+    if best is None:
+        return {"kind": None, "match": None}
+    return {"kind": kind_of(best.label), "match": Span(best.start, best.end, best.label)}
 
 
 def combine(*verdicts: Verdict) -> Verdict:
     """Several detectors' verdicts on one text: blocked when any blocks, as sure as the
-    surest, with every span, and the reasons of those that block."""
+    surest, with every span, and the reasons of those that block; what was found (kind,
+    detector, match) is the surest blocking verdict's."""
     score = max(v.score for v in verdicts)
     spans = tuple(span for v in verdicts for span in v.spans)
-    blocking = [v.reason for v in verdicts if v.blocked]
+    blocking = [v for v in verdicts if v.blocked]
     if not blocking:
         return Verdict(score=score, spans=spans) if score or spans else PASS
-    return Verdict(action="BLOCKED", score=score, spans=spans, reason="; ".join(blocking))
+    surest = max(blocking, key=lambda v: v.score)
+    return Verdict(
+        action="BLOCKED",
+        score=score,
+        spans=spans,
+        reason="; ".join(v.reason for v in blocking),
+        kind=surest.kind,
+        detector=surest.detector,
+        match=surest.match,
+    )

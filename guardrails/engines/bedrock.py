@@ -22,6 +22,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import urllib3.exceptions
@@ -35,7 +36,7 @@ from botocore.exceptions import (
 )
 
 from agentbuilder import aws
-from guardrails.engines.base import PASS, Span, Stage, Verdict
+from guardrails.engines.base import PASS, Kind, Span, Stage, Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +44,19 @@ VERSION = re.compile(r"DRAFT|[1-9][0-9]{0,7}")
 MAX_REASON = 300
 MAX_MESSAGE = 120  # Bedrock's blocked message goes into the reason only when this short
 MAX_SPANS = 100
+DETECTOR = "Bedrock guardrail"
+# What Bedrock's content filters and managed word lists look for, as kinds. A prompt attack
+# is reported as an override: Bedrock does not say which; at the context stage it is
+# reported as indirect (guardrails.engines.base.kind_at).
+FILTER_KINDS: dict[str, Kind] = {
+    "PROMPT_ATTACK": "override",
+    "HATE": "hate",
+    "INSULTS": "insult",
+    "SEXUAL": "sexual",
+    "VIOLENCE": "violence",
+    "MISCONDUCT": "misconduct",
+}
+WORD_LIST_KINDS: dict[str, Kind] = {"PROFANITY": "profanity"}
 
 
 class BedrockGuardrailEngine:
@@ -118,18 +132,24 @@ class BedrockGuardrailEngine:
             "letting it through (fail open)" if self.fail_open else "blocking it (fail closed)",
         )
         if self.fail_open:
-            return Verdict(reason=_cut(f"guardrail check failed, text let through: {detail}"))
+            return Verdict(
+                reason=_cut(f"guardrail check failed, text let through: {detail}"),
+                detector=DETECTOR,
+            )
         return Verdict(
-            action="BLOCKED", score=1.0, reason=_cut(f"guardrail check failed: {detail}")
+            action="BLOCKED",
+            score=1.0,
+            reason=_cut(f"guardrail check failed: {detail}"),
+            detector=DETECTOR,
         )
 
 
 def intervention(answer: dict[str, Any], text: str) -> Verdict:
     """The verdict on `text` of an ApplyGuardrail answer whose action is an intervention."""
-    findings: list[str] = []
-    spans: list[Span] = []
+    found = _Found()
     for assessment in answer.get("assessments") or []:
-        _assess(assessment, text, findings, spans)
+        _assess(assessment, text, found)
+    findings, spans, kinds = found.findings, found.spans, found.kinds
     reason = "Bedrock guardrail intervened"
     if findings:
         counts = Counter(findings)
@@ -140,40 +160,76 @@ def intervention(answer: dict[str, Any], text: str) -> Verdict:
     if message and len(message) <= MAX_MESSAGE:
         reason += f' (Bedrock\'s message: "{message}")'
     unique = sorted(set(spans), key=lambda s: (s.start, s.end, s.label))[:MAX_SPANS]
-    return Verdict(action="BLOCKED", score=1.0, spans=tuple(unique), reason=_cut(reason))
+    return Verdict(
+        action="BLOCKED",
+        score=1.0,
+        spans=tuple(unique),
+        reason=_cut(reason),
+        kind=kinds[0] if kinds else None,
+        detector=DETECTOR,
+        match=min(found.words, key=lambda s: s.start, default=None),
+    )
 
 
-def _assess(assessment: dict[str, Any], text: str, findings: list[str], spans: list[Span]) -> None:
-    """Add what fired in one GuardrailAssessment to `findings`, and where to `spans`."""
+@dataclass
+class _Found:
+    """What fired in an answer's assessments: the findings of the reason, where (`spans`),
+    what it is (`kinds`), and where word policies matched (`words`: the match a notice may
+    quote; sensitive information's is personal data)."""
+
+    findings: list[str] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)
+    kinds: list[Kind] = field(default_factory=list)
+    words: list[Span] = field(default_factory=list)
+
+
+def _assess(assessment: dict[str, Any], text: str, found: _Found) -> None:
+    """Add what fired in one GuardrailAssessment to `found`."""
+    findings, spans, kinds = found.findings, found.spans, found.kinds
     for topic in _fired((assessment.get("topicPolicy") or {}).get("topics")):
         findings.append(f"denied topic {topic.get('name', '?')!r}")
-    for found in _fired((assessment.get("contentPolicy") or {}).get("filters")):
-        confidence = found.get("confidence")
+        kinds.append("denied_topic")
+    for content in _fired((assessment.get("contentPolicy") or {}).get("filters")):
+        confidence = content.get("confidence")
         suffix = f" ({confidence} confidence)" if confidence else ""
-        findings.append(f"content filter {found.get('type', '?')}{suffix}")
+        findings.append(f"content filter {content.get('type', '?')}{suffix}")
+        kinds.extend(_kind(FILTER_KINDS, content.get("type")))
     words = assessment.get("wordPolicy") or {}
+    matched: list[Span] = []
     for word in _fired(words.get("customWords")):
         findings.append("custom word")
-        spans.extend(_spans(text, word.get("match"), "word"))
+        matched.extend(_spans(text, word.get("match"), "word"))
+        kinds.append("custom_word")
     for word in _fired(words.get("managedWordLists")):
         kind = word.get("type") or "managed"
         findings.append(f"managed word list {kind}")
-        spans.extend(_spans(text, word.get("match"), kind))
+        matched.extend(_spans(text, word.get("match"), kind))
+        kinds.extend(_kind(WORD_LIST_KINDS, kind))
+    spans.extend(matched)
+    found.words.extend(matched)
     sensitive = assessment.get("sensitiveInformationPolicy") or {}
     for entity in _fired(sensitive.get("piiEntities")):
         kind = entity.get("type") or "PII"
         findings.append(f"sensitive information {kind}{_masked(entity)}")
         spans.extend(_spans(text, entity.get("match"), kind))
+        kinds.append("sensitive_information")
     for regex in _fired(sensitive.get("regexes")):
         name = regex.get("name") or "regex"
         findings.append(f"sensitive information regex {name!r}{_masked(regex)}")
         spans.extend(_spans(text, regex.get("match"), name))
+        kinds.append("sensitive_information")
     for grounding in _fired((assessment.get("contextualGroundingPolicy") or {}).get("filters")):
         score, threshold = grounding.get("score"), grounding.get("threshold")
         detail = ""
         if isinstance(score, int | float) and isinstance(threshold, int | float):
             detail = f" (score {score:.2f} below threshold {threshold:.2f})"
         findings.append(f"contextual grounding {grounding.get('type', '?')}{detail}")
+        kinds.append("ungrounded")
+
+
+def _kind(kinds: Mapping[str, Kind], name: Any) -> list[Kind]:
+    kind = kinds.get(name) if isinstance(name, str) else None
+    return [] if kind is None else [kind]
 
 
 def _fired(entries: Any) -> list[dict[str, Any]]:

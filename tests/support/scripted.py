@@ -17,7 +17,7 @@ from agents.llm.base import (
     ToolCallPart,
     Usage,
 )
-from guardrails.engines.base import PASS, Stage, Verdict
+from guardrails.engines.base import PASS, Span, Stage, Verdict
 from guardrails.engines.local import LocalEngine
 from guardrails.engines.rules import Rule
 
@@ -79,7 +79,11 @@ class WordDetector:
 
     def check(self, text: str, stage: Stage) -> Verdict:
         self.seen.append(text)
-        return Verdict("BLOCKED", 1.0) if self.word in text else PASS
+        at = text.find(self.word)
+        if at < 0:
+            return PASS
+        match = Span(at, at + len(self.word), "word")
+        return Verdict("BLOCKED", 1.0, (match,), kind="custom_word", detector="words", match=match)
 
 
 def rule(detector: WordDetector, stages: tuple[Stage, ...] = ("input", "output")) -> Rule:

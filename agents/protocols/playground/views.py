@@ -39,6 +39,7 @@ from agents.selectors.aliases import alias_list
 from agents.selectors.versions import version_ref_parse
 from agents.services.approvals import StillWaiting, approvals_decide
 from agents.services.runs import run_cancel_request
+from guardrails.engines.base import KIND_WORDS
 from retrieval.selectors import document_titles
 
 PROTOCOL = "playground"
@@ -69,6 +70,7 @@ def playground_page(site: AdminSite, request: HttpRequest, object_id: str) -> Te
                 "admin:agents_agent_playground_approvals", args=[agent.pk, NO_RUN]
             ),
             "noRun": NO_RUN,
+            "kindWords": KIND_WORDS,  # what a guardrail block's notice calls what it found
             # Under each answer: thumbs, and "Add to dataset" (agents/evals/from_runs.py).
             **playground_settings(request_user(request), agent, NO_RUN),
         },

@@ -108,7 +108,10 @@
         column.append(this.answer);
       } else {
         const node = el("div", { class: "pg-turn" });
-        if (question) node.append(el("div", { class: "pg-user", text: question }));
+        if (question) {
+          this.question = el("div", { class: "pg-user", text: question });
+          node.append(this.question);
+        }
         node.append(this.answer);
         log.append(node);
       }
@@ -161,15 +164,8 @@
       this.ended = true;
       this.answer.classList.remove("pg-pending");
       if (line.guardrail) {
-        const g = line.guardrail;
         this.answer.classList.add("pg-blocked");
-        this.answer.insertBefore(
-          el("div", {
-            class: "pg-guardrail",
-            text: `Blocked by ${g.name} at the ${g.stage} stage (${g.action}).`,
-          }),
-          this.text,
-        );
+        this.answer.insertBefore(this.blockNotice(line.guardrail), this.text);
       }
       this.text.textContent = line.answer;
       if (line.structured && !line.guardrail) {
@@ -181,6 +177,39 @@
       if (line.sources && line.sources.length) this.showSources(line.sources);
       this.footer(line);
       this.answer.append(this.evals(line));
+    }
+
+    // Which guardrail blocked, and what it found: the kind in words, how sure, which
+    // detector decided, and the text it matched (docs/api.md#guardrails). An input block's
+    // match is marked in the question too.
+    blockNotice(g) {
+      const notice = el("div", { class: "pg-guardrail" },
+        el("div", { class: "pg-guardrail-head", text: `Blocked by ${g.name} at the ${g.stage} stage (${g.action}).` }));
+      const found = g.detected;
+      if (!found) return notice;
+      const facts = [];
+      if (found.kind) facts.push(el("strong", { class: "pg-guardrail-kind", text: settings.kindWords[found.kind] || found.kind }));
+      facts.push(el("span", { class: "pg-guardrail-score", text: `score ${Number(found.score).toFixed(2)}` }));
+      if (found.detector) facts.push(el("span", { class: "pg-guardrail-detector", text: `detector: ${found.detector}` }));
+      const line = el("div", { class: "pg-guardrail-found" }, "Detected: ");
+      facts.forEach((fact, index) => line.append(...(index ? [" · ", fact] : [fact])));
+      notice.append(line);
+      const span = found.span;
+      if (span) {
+        notice.append(el("blockquote", { class: "pg-guardrail-match", title: `characters ${span.start}–${span.end}` },
+          el("mark", { text: span.text })));
+        this.markQuestion(span, g.stage);
+      }
+      return notice;
+    }
+
+    markQuestion(span, stage) {
+      const question = this.question;
+      if (stage !== "input" || !question) return;
+      const text = question.textContent;
+      if (text.slice(span.start, span.end) !== span.text) return; // another message matched
+      question.replaceChildren(text.slice(0, span.start),
+        el("mark", { class: "pg-guardrail-mark", text: span.text }), text.slice(span.end));
     }
 
     // Under a completed answer: thumbs with an optional comment and, where the user may

@@ -13,7 +13,7 @@ from agents.models import Run
 from guardrails.models import DEFAULT_BLOCKED_INPUT, DEFAULT_BLOCKED_OUTPUT, Guardrail
 from tests.fakes.server import Call, Turn
 from tests.support.backends import Backend
-from tests.support.guardrails import ATTACK, PROFANE_SPLIT, agent_with, ask
+from tests.support.guardrails import ATTACK, ATTACK_DETECTED, PROFANE_SPLIT, agent_with, ask
 from tests.support.native import invoke
 
 
@@ -36,6 +36,7 @@ def test_prompt_attack_is_blocked_before_any_model_call(
         "action": "BLOCKED",
         "name": "HAIP-Prompt_attack-Medium",
         "stage": "input",
+        "detected": ATTACK_DETECTED,
     }
     assert fake_backend.fake is not None
     assert fake_backend.fake.bodies == []  # the provider never heard of it
@@ -67,10 +68,12 @@ def test_a_profane_word_split_across_deltas_never_reaches_the_client(
     assert b"shit" not in raw
     answer = invoke(owner_client, agent, "invoke-stream" if stream else "invoke", ask("Again?"))
     assert answer.text == DEFAULT_BLOCKED_OUTPUT
+    # No span at the output stage: its text is what the guardrail kept from the client.
     assert guardrail_of(answer) == {
         "action": "BLOCKED",
         "name": "HAIP-Profanity",
         "stage": "output",
+        "detected": {"kind": "profanity", "detector": "profanity word list", "score": 1.0},
     }
     run = Run.objects.get(pk=answer.run_id)
     assert run.output["customOutputs"]["guardrail"]["stage"] == "output"
@@ -196,7 +199,12 @@ def test_a_bedrock_guardrail_checks_input_and_output_through_apply_guardrail(
         )
         answer = invoke(owner_client, agent, "invoke-stream", ask("Be honest with me."))
     assert answer.text == "Withheld by policy."
-    assert guardrail_of(answer) == {"action": "BLOCKED", "name": "Corp-Bedrock", "stage": "output"}
+    assert guardrail_of(answer) == {
+        "action": "BLOCKED",
+        "name": "Corp-Bedrock",
+        "stage": "output",
+        "detected": {"kind": "insult", "detector": "Bedrock guardrail", "score": 1.0},
+    }
     sources = [b.get("source") for b in bedrock_server.bodies if "source" in b]
     assert sources == ["INPUT", "OUTPUT"]
     assert bedrock_server.guardrails() == [("gr-123", "2"), ("gr-123", "2")]

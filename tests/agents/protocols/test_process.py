@@ -35,6 +35,7 @@ from tests.support.backends import (  # noqa: F401
     model_usages,
     openai_server,
 )
+from tests.support.guardrails import ATTACK_DETECTED
 from tests.support.native import REVIEW_TASK, calculator, no_run_in_progress, usage_sum  # noqa: F401
 
 # ---------------------------------------------------------------- the document's tables
@@ -525,7 +526,12 @@ def test_a_blocked_input_answers_the_blocked_message_and_the_verdict(
     assert answer.kinds == ["message"]
     assert text_of(answer.reply) == DEFAULT_BLOCKED_INPUT
     assert data_of(answer.reply, 1) == {
-        "guardrail": {"action": "BLOCKED", "name": "HAIP-Prompt_attack-Medium", "stage": "input"}
+        "guardrail": {
+            "action": "BLOCKED",
+            "name": "HAIP-Prompt_attack-Medium",
+            "stage": "input",
+            "detected": ATTACK_DETECTED,
+        }
     }
     if not backend.offline:
         assert backend.fake is not None

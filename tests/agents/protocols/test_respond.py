@@ -33,6 +33,7 @@ from tests.support.backends import (  # noqa: F401
     model_usages,
     openai_server,
 )
+from tests.support.guardrails import ATTACK_DETECTED
 from tests.support.native import calculator, usage_sum  # noqa: F401
 
 # ---------------------------------------------------------------- the contract's tables
@@ -425,6 +426,7 @@ def test_a_blocked_input_is_a_200_with_the_blocked_text(
         "action": "BLOCKED",
         "name": "HAIP-Prompt_attack-Medium",
         "stage": "input",
+        "detected": ATTACK_DETECTED,
     }
     if not backend.offline:
         assert backend.fake is not None

@@ -81,8 +81,13 @@ def test_a_word_split_across_deltas_is_checked_whole_and_never_released() -> Non
     assert not any("da" in t for t in released[:-1])
     last = events[-1]
     assert isinstance(last, ResponseCompleted)
-    assert last.custom_outputs == {
-        "guardrail": {"action": "BLOCKED", "name": "Words", "stage": "output"}
+    assert last.custom_outputs == {  # no span: the word never reaches the client
+        "guardrail": {
+            "action": "BLOCKED",
+            "name": "Words",
+            "stage": "output",
+            "detected": {"kind": "custom_word", "detector": "words", "score": 1.0},
+        }
     }
     assert closed == [True]  # the model's stream was stopped
 

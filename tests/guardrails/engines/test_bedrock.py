@@ -68,6 +68,25 @@ def test_intervention_blocks_and_names_the_policy(fake: FakeBedrock) -> None:
         f'(Bedrock\'s message: "{GUARDRAIL_BLOCKED}")'
     )
     assert verdict.spans == ()
+    assert (verdict.kind, verdict.detector, verdict.match) == ("insult", "Bedrock guardrail", None)
+
+
+@pytest.mark.parametrize(
+    ("assessment", "kind"),
+    [
+        (content_filter("PROMPT_ATTACK", "HIGH"), "override"),
+        (content_filter("HATE"), "hate"),
+        (content_filter("SEXUAL"), "sexual"),
+        (denied_topic("Investment advice"), "denied_topic"),
+        (pii_match("bob@example.com"), "sensitive_information"),
+        (grounding("GROUNDING", 0.21, 0.5), "ungrounded"),
+    ],
+)
+def test_what_fired_is_the_kind_of_the_block(
+    fake: FakeBedrock, assessment: dict[str, Any], kind: str
+) -> None:
+    fake.script(Guard(action=INTERVENED, assessments=[assessment]))
+    assert check("Mail bob@example.com about it").kind == kind
 
 
 def test_none_passes(fake: FakeBedrock) -> None:
@@ -153,6 +172,8 @@ def test_matches_become_spans_and_stay_out_of_the_reason(fake: FakeBedrock) -> N
         "Bedrock guardrail intervened: managed word list PROFANITY; sensitive information EMAIL"
     )
     assert "bob@" not in verdict.reason
+    # The word is what a notice quotes; the address is personal data and is not.
+    assert (verdict.kind, verdict.match) == ("profanity", Span(26, 30, "PROFANITY"))
 
 
 def test_custom_word_and_repeated_findings(fake: FakeBedrock) -> None:
@@ -168,6 +189,7 @@ def test_custom_word_and_repeated_findings(fake: FakeBedrock) -> None:
 
     assert verdict.reason == "Bedrock guardrail intervened: custom word ×2"
     assert verdict.spans == (Span(7, 17, "word"),)
+    assert (verdict.kind, verdict.match) == ("custom_word", Span(7, 17, "word"))
 
 
 def test_masked_sensitive_information_still_blocks(fake: FakeBedrock) -> None:
@@ -249,6 +271,7 @@ def test_refused_call_is_not_retried_and_fails_closed(fake: FakeBedrock) -> None
     assert len(fake.requests) == 1
     assert verdict.blocked
     assert "ResourceNotFoundException: Guardrail gr0abc123 not found" in verdict.reason
+    assert (verdict.kind, verdict.detector) == (None, "Bedrock guardrail")  # found nothing
 
 
 def test_slow_answer_is_a_timeout_and_fails_closed(fake: FakeBedrock) -> None:
