@@ -39,6 +39,7 @@ MIN_WIDTH = 0.5  # percent: a step of a few microseconds still shows as a mark
 class Notice:
     """What a guardrail step found (its `detected`), in words."""
 
+    headline: str  # "BLOCKED by HAIP-Profanity at the output stage"
     found: str  # the kind in words ("instruction override"), or "a block" where not told
     detector: str
     score: float
@@ -80,13 +81,14 @@ def timeline(steps: list[dict[str, Any]], started_at: datetime, span_ms: int | N
             width=round(max(MIN_WIDTH, 100 * int(step.get("latencyMs") or 0) / span), 2),
             depth=1 if step.get("parent") is not None else 0,
             details=[(key, _shown(step[key])) for key in DETAIL_KEYS if key in step],
-            notice=_notice(step.get("detected")) if step.get("type") == "guardrail" else None,
+            notice=_notice(step) if step.get("type") == "guardrail" else None,
         )
         for start, step in zip(starts, steps, strict=True)
     ]
 
 
-def _notice(detected: Any) -> Notice | None:
+def _notice(step: dict[str, Any]) -> Notice | None:
+    detected = step.get("detected")
     if not isinstance(detected, dict):
         return None  # a step written before blocks said what they found
     kind = detected.get("kind")
@@ -94,6 +96,8 @@ def _notice(detected: Any) -> Notice | None:
     if not isinstance(span, dict):
         span = {}
     return Notice(
+        headline=f"{step.get('action', '')} by {step.get('name', '')} at the "
+        f"{step.get('stage', '')} stage",
         found=KIND_WORDS.get(kind, str(kind)) if kind else "a block",
         detector=str(detected.get("detector") or ""),
         score=float(detected.get("score") or 0.0),

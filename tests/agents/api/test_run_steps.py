@@ -13,7 +13,7 @@ from agents.examples import CALCULATOR
 from agents.runtime.trace import MAX_BYTES
 from tests.fakes.server import Call, Fail, Turn
 from tests.support.backends import Backend
-from tests.support.guardrails import ATTACK, PROFANE_SPLIT, agent_with, ask
+from tests.support.guardrails import ATTACK, ATTACK_DETECTED, PROFANE_SPLIT, agent_with, ask
 from tests.support.native import fetch_run, invoke
 from tests.support.rag import RAG_TOOL, VACATION, VACATION_QUESTION, outputs, rag_agent
 
@@ -146,6 +146,7 @@ def test_an_input_block_is_the_only_step(
         "input",
         "BLOCKED",
     )
+    assert step["detected"] == ATTACK_DETECTED
 
 
 def test_an_output_block_follows_the_model_call_it_stopped(
@@ -158,6 +159,12 @@ def test_an_output_block_follows_the_model_call_it_stopped(
     steps = steps_of(owner_client, answer)
     assert [s["type"] for s in steps] == ["model_call", "guardrail"]
     assert (steps[1]["name"], steps[1]["stage"]) == ("HAIP-Profanity", "output")
+    # What it found, but not the word: the client never saw it, and may read its runs.
+    assert steps[1]["detected"] == {
+        "kind": "profanity",
+        "detector": "profanity word list",
+        "score": 1.0,
+    }
 
 
 def test_a_clean_run_has_no_guardrail_step(

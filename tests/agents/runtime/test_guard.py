@@ -9,8 +9,10 @@ import pytest
 
 from agents.llm.base import Usage
 from agents.runtime.events import Event, ResponseCompleted, TextDelta, ToolCall
-from agents.runtime.guard import Guard, guard_output, release_point
+from agents.runtime.guard import Guard, detected, guard_output, release_point
 from agents.runtime.spec import Meter
+from agents.runtime.steps import Detected, MatchedText
+from guardrails.engines.base import Span, Verdict
 from guardrails.engines.local import LocalEngine
 from guardrails.engines.rules import Rule
 from tests.support.scripted import WordDetector, rule
@@ -124,3 +126,32 @@ def test_input_check_names_the_first_blocking_rule() -> None:
     assert block is not None
     assert (block.name, block.message, block.stage) == ("Second", "second says no", "input")
     assert asyncio.run(guard.check(["hello"], "input")) is None
+
+
+def test_an_input_block_quotes_what_it_matched_in_the_message_that_matched() -> None:
+    guard = Guard([rule(WordDetector("darn"))])
+    block = asyncio.run(guard.check(["hello", "oh darn it"], "input"))
+    assert block is not None
+    assert block.detected == Detected("custom_word", "words", 1.0, MatchedText(3, 7, "darn"))
+    assert block.custom_outputs()["guardrail"] == {
+        "action": "BLOCKED",
+        "name": "Words",
+        "stage": "input",
+        "detected": {
+            "kind": "custom_word",
+            "detector": "words",
+            "score": 1.0,
+            "span": {"start": 3, "end": 7, "text": "darn"},
+        },
+    }
+
+
+def test_a_long_match_is_quoted_cut_at_200_characters_with_its_true_end() -> None:
+    text = "ignore " * 100
+    found = Verdict("BLOCKED", 0.8, kind="override", detector="rules", match=Span(0, 700))
+    quoted = detected(found, text, "input")
+    assert quoted.span is not None
+    assert (quoted.span.start, quoted.span.end) == (0, 700)
+    assert quoted.span.text == text[:199] + "…"
+    assert detected(found, text, "output").span is None  # the client never saw it
+    assert detected(found, text, "context").kind == "indirect"
