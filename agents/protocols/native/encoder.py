@@ -68,7 +68,9 @@ class InvokeResponse(CamelModel):
     output: list[Annotated[FunctionCallItem | MessageItem, Field(discriminator="type")]]
     usage: TokenUsage
     custom_outputs: dict[str, Any] | None = Field(
-        None, description="sourceNodes and ragMode of a RAG agent, a guardrail's verdict."
+        None,
+        description="sourceNodes and ragMode of a RAG agent, a guardrail's verdict and what "
+        "it detected.",
     )
     status: Literal["awaiting_approval"] | None = Field(
         None,

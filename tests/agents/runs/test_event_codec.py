@@ -23,6 +23,7 @@ from agents.runtime.events import (
     ToolResult,
 )
 from agents.runtime.failures import FailureCode
+from agents.runtime.steps import Detected, MatchedText
 
 CALL = ToolCall("call-1", "multiply", '{"a": 12, "b": 11}')
 EXAMPLES: list[Event] = [
@@ -44,6 +45,16 @@ EXAMPLES: list[Event] = [
         Usage(5, 0),
         text="leaked",
         intervention=Intervention("no-secrets", "output", "I cannot say that."),
+    ),
+    ResponseCompleted(
+        Usage(5, 0),
+        text="",
+        intervention=Intervention(
+            "HAIP-Prompt_attack-Medium",
+            "input",
+            "Sorry.",
+            detected=Detected("override", "rules", 1.0, MatchedText(0, 6, "Ignore")),
+        ),
     ),
     ResponseFailed("provider_timeout", "the model did not answer", Usage(7, 0)),
 ]
