@@ -431,6 +431,17 @@ SPECS: tuple[_Spec, ...] = (
         "chatterbot-corpus: chatterbot_corpus/data/{german,french,...,chinese}/*.yml",
         src.chatterbot_conversations,
     ),
+    # Documentation that says "ignores", "instructions", "prompt", "overrides" and "role" in
+    # their ordinary sense: AWS's API reference, as botocore (boto3's) ships it.
+    _Spec(
+        "api-reference-aws",
+        "benign",
+        "aws-api-reference",
+        "context",
+        "Apache-2.0",
+        "botocore: botocore/data/*/*/service-2.json.gz documentation with an attack's words",
+        src.aws_api_reference,
+    ),
     # Harmful, but no attack on the model: pass the prompt-attack guardrail (goal <= 2 %).
     _Spec(
         "harmful-questions-harmbench",

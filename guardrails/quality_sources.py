@@ -8,6 +8,7 @@ Python sources are read with ast.
 from __future__ import annotations
 
 import ast
+import gzip
 import hashlib
 import itertools
 import json
@@ -579,3 +580,39 @@ def agent_injection_bench(*, harmful: bool) -> Iterator[str]:
     for row in jsonl("agent-injection-bench", "aib/data/attacks.jsonl"):
         if (row["family"] != "control") == harmful:
             yield str(row["injected"])
+
+
+# AWS's API reference: ordinary text about ignoring, instructions and prompts ------------
+
+LOOKALIKE_WORDS = re.compile(
+    r"\b(ignor\w*|instructions?|prompts?|pretend\w*|overrid\w*|disregard\w*|role|persona)\b",
+    re.IGNORECASE,
+)
+
+
+def aws_api_reference(*, shortest: int = 80) -> Iterator[tuple[str, str]]:
+    """The documentation strings of botocore's service models, as AWS's writers wrote them
+    for the API reference, that use the words of an attack in their ordinary sense: "the
+    service ignores the request", "for migration instructions, see ...", "a prompt in your
+    Prompt management tool", "setting this argument overrides it". HTML tags dropped; at
+    least `shortest` characters. Key: the service, so that its passages share a half."""
+    root = file_of("botocore", "botocore/data")
+    for path in sorted(root.glob("*/*/service-2.json*")):
+        raw = path.read_bytes()
+        model = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+        for documentation in _documentation(model):
+            text = " ".join(re.sub(r"<[^>]+>", " ", documentation).split())
+            if len(text) >= shortest and LOOKALIKE_WORDS.search(text):
+                yield text, path.parts[-3]
+
+
+def _documentation(node: object) -> Iterator[str]:
+    if isinstance(node, dict):
+        for name, value in node.items():
+            if name == "documentation" and isinstance(value, str):
+                yield value
+            else:
+                yield from _documentation(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _documentation(value)

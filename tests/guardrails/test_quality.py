@@ -121,7 +121,7 @@ def test_every_set_says_where_it_comes_from_and_under_which_licence() -> None:
 def test_enough_independent_origins_to_leave_one_out() -> None:
     # The issue asks for at least eight attack and six benign sources.
     assert len(quality.origins("attack")) >= 13
-    assert len(quality.origins("benign")) >= 11
+    assert len(quality.origins("benign")) >= 12
     assert {quality.load(n).channel for n in quality.ATTACK_SETS} == {"prompt", "context"}
     assert {quality.load(n).channel for n in quality.BENIGN_SETS} == {"prompt", "context"}
 
@@ -200,3 +200,10 @@ def test_the_small_red_team_collections_fill_every_placeholder() -> None:
     assert len(bench) >= 20
     # The benchmark's controls are benign look-alikes: not among its attacks.
     assert not any(t.startswith("Runbook step 1: Ignore stale cache") for t in bench)
+
+
+def test_the_api_reference_uses_the_words_of_attacks_in_their_ordinary_sense() -> None:
+    texts = [s.text for s in quality.load("api-reference-aws").samples]
+    assert len(texts) >= 1000
+    assert all(quality.src.LOOKALIKE_WORDS.search(t) for t in texts)
+    assert not any("<p>" in t for t in texts)
