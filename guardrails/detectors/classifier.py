@@ -52,76 +52,81 @@ class Scored:
     end: int  # the window it came from
 
 
-class PromptClassifier:
-    """Guardian's features with both heads, computed in one pass.
+@dataclass(frozen=True)
+class Block:
+    """One block of TF-IDF features as scikit-learn's TfidfVectorizer computes them: word
+    n-grams or `char_wb` n-grams, sublinear tf, l2-normalised on their own."""
 
-    The feature extraction is Guardian's (scikit-learn's TfidfVectorizer: word 1-2-grams and
-    `char_wb` 3-5-grams, sublinear tf, l2 per block), rewritten with C-level loops (list
-    comprehensions, Counter, itemgetter) to fit a check of a 2 KB prompt in a few
-    milliseconds; tests check that it gives Guardian's own scores.
+    vocab: dict[str, int]
+    idf: list[float]
+    ngram_range: tuple[int, int]
+    sublinear: bool = True
+
+
+class Head:
+    """A linear head over two blocks of TF-IDF features (words, then characters).
+
+    The extraction is scikit-learn's, rewritten with C-level loops (list comprehensions,
+    Counter, itemgetter) to fit a check of a 2 KB prompt in a few milliseconds; tests check
+    that it gives scikit-learn's and Guardian's own vectors.
     """
 
-    def __init__(self, guardian: Any, head: dict[str, Any]) -> None:
-        self.guardian = guardian
-        self.word_vocab: dict[str, int] = guardian.word["vocab"]
-        self.char_vocab: dict[str, int] = guardian.char["vocab"]
-        self.word_range: tuple[int, int] = tuple(guardian.word["ngram_range"])
-        self.char_range: tuple[int, int] = tuple(guardian.char["ngram_range"])
-        self.offset: int = guardian.n_word
-        width = self.offset + len(self.char_vocab)
+    def __init__(self, word: Block, char: Block, weights: dict[int, float], bias: float) -> None:
+        self.word = word
+        self.char = char
+        self.word_vocab = word.vocab
+        self.char_vocab = char.vocab
+        self.offset = len(word.vocab)
+        self.width = self.offset + len(char.vocab)
         # The head's weights by feature index, dense, so that itemgetter can gather them.
-        head_row = [0.0] * width
-        for name, weight in head["features"].items():
-            if name.startswith("c:"):
-                column = self.char_vocab.get(name[2:])
-                column = None if column is None else self.offset + column
-            else:
-                column = self.word_vocab.get(name)
-            if column is not None:
-                head_row[column] = float(weight)
+        head_row = [0.0] * self.width
+        for column, weight in weights.items():
+            head_row[column] = weight
         self.head_row = head_row
-        self.bias = float(head["bias"])
-        self.thresholds: dict[str, float] = dict(head["thresholds"])
+        self.bias = bias
         self._char_columns = lru_cache(maxsize=1 << 16)(self._word_char_columns)
 
     def _word_char_columns(self, word: str) -> tuple[int, ...]:
         vocab = self.char_vocab
-        return tuple(vocab[gram] for gram in _char_wb(word, *self.char_range) if gram in vocab)
+        return tuple(
+            vocab[gram] for gram in _char_wb(word, *self.char.ngram_range) if gram in vocab
+        )
 
     def features(self, text: str) -> tuple[list[int], list[float]]:
-        """Guardian's TF-IDF vector of `text` as (columns, values): words, then characters."""
-        g = self.guardian
+        """The TF-IDF vector of `text` as (columns, values): words, then characters."""
         lowered = text.lower()
         tokens = _TOKEN.findall(lowered)
-        lo, hi = self.word_range
+        lo, hi = self.word.ngram_range
         words = tokens[:] if lo == 1 else []
         for k in range(max(lo, 2), hi + 1):
             words += map(" ".join, zip(*(tokens[j:] for j in range(k)), strict=False))
-        columns, values = _block(words, self.word_vocab, g.word["idf"], g.word["sublinear_tf"], 0)
+        word = self.word
+        columns, values = _block(words, word.vocab, word.idf, word.sublinear, 0)
         # A word's character n-grams do not depend on its neighbours: looked up once per
         # distinct word, and prose repeats its words.
         char_columns, char_values = _weigh(
             Counter(chain.from_iterable(map(self._char_columns, lowered.split()))),
-            g.char["idf"],
-            g.char["sublinear_tf"],
+            self.char.idf,
+            self.char.sublinear,
             self.offset,
         )
         return columns + char_columns, values + char_values
 
-    def guardian_logits(self, columns: list[int], values: list[float]) -> list[float]:
-        """Guardian's eight class scores of a vector (for fitting the head, and tests)."""
-        g = self.guardian
-        return [b + _dot(columns, values, row) for b, row in zip(g.intercept, g.coef, strict=True)]
-
-    def guardian_kind(self, text: str) -> Kind | None:
-        """The kind of attack Guardian's most likely class names, if it names one."""
-        logits = self.guardian_logits(*self.features(text))
-        top = max(range(len(logits)), key=logits.__getitem__)
-        return GUARDIAN_KINDS.get(self.guardian.classes[top])
-
     def probability(self, text: str) -> float:
         z = self.bias + _dot(*self.features(text), self.head_row)
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+class PromptClassifier:
+    """The heads of the head file, whose attack probabilities are averaged, and the
+    thresholds of each stage and sensitivity."""
+
+    def __init__(self, heads: list[Head], thresholds: dict[str, dict[str, float]]) -> None:
+        self.heads = heads
+        self.thresholds = thresholds  # by stage ("input", "context"), then sensitivity
+
+    def probability(self, text: str) -> float:
+        return sum(head.probability(text) for head in self.heads) / len(self.heads)
 
     def score(self, text: str) -> Scored:
         best = Scored(0.0, 0, 0)
@@ -205,9 +210,59 @@ def windows(length: int) -> Iterator[tuple[int, int]]:
 
 @cache
 def prompt_classifier() -> PromptClassifier:
-    """The shared classifier, loaded once per process (about 0.3 s); raises LookupError
-    when `securevector-guardian-model` is missing."""
-    return PromptClassifier(guardian_model(), json.loads(gzip.decompress(HEAD.read_bytes())))
+    """The shared classifier, loaded once per process from the head file (its vocabulary,
+    idf and weights: guardrails.training writes it)."""
+    data = json.loads(gzip.decompress(HEAD.read_bytes()))
+    return PromptClassifier([read_head(head) for head in data["heads"]], data["thresholds"])
+
+
+def read_head(head: dict[str, Any]) -> Head:
+    blocks: list[Block] = []
+    weights: dict[int, float] = {}
+    for name in ("word", "char"):
+        part = head[name]
+        offset = sum(len(b.vocab) for b in blocks)
+        grams = part["grams"]  # [[gram, idf, weight], ...], the column is the position
+        blocks.append(
+            Block(
+                vocab={gram: k for k, (gram, _, _) in enumerate(grams)},
+                idf=[float(idf) for _, idf, _ in grams],
+                ngram_range=(int(part["ngram_range"][0]), int(part["ngram_range"][1])),
+                sublinear=bool(part.get("sublinear", True)),
+            )
+        )
+        weights.update({offset + k: float(w) for k, (_, _, w) in enumerate(grams) if w})
+    return Head(blocks[0], blocks[1], weights, float(head["bias"]))
+
+
+def guardian_kind(text: str) -> Kind | None:
+    """The kind of attack Guardian's most likely class names, if it names one."""
+    g = guardian_model()
+    logits = [
+        b + _dot(*_guardian_features().features(text), row)
+        for b, row in zip(g.intercept, g.coef, strict=True)
+    ]
+    top = max(range(len(logits)), key=logits.__getitem__)
+    return GUARDIAN_KINDS.get(g.classes[top])
+
+
+@cache
+def _guardian_features() -> Head:
+    return Head(*guardian_blocks(), {}, 0.0)
+
+
+def guardian_blocks() -> tuple[Block, Block]:
+    """Guardian's vocabulary and idf, as blocks (to fit a head over them)."""
+    g = guardian_model()
+    return tuple(  # type: ignore[return-value]
+        Block(
+            vocab=dict(part["vocab"]),
+            idf=list(part["idf"]),
+            ngram_range=(int(part["ngram_range"][0]), int(part["ngram_range"][1])),
+            sublinear=bool(part["sublinear_tf"]),
+        )
+        for part in (g.word, g.char)
+    )
 
 
 @cache
@@ -231,11 +286,13 @@ class ClassifierDetector:
 
     def __init__(self, sensitivity: str = "medium") -> None:
         self.classifier = prompt_classifier()
-        try:
-            self.threshold = self.classifier.thresholds[sensitivity]
-        except KeyError:
-            names = ", ".join(self.classifier.thresholds)
-            raise ValueError(f"sensitivity must be one of {names}, not {sensitivity!r}") from None
+        by_stage = self.classifier.thresholds
+        if sensitivity not in by_stage["input"]:
+            names = ", ".join(by_stage["input"])
+            raise ValueError(f"sensitivity must be one of {names}, not {sensitivity!r}")
+        # Data an agent reads (tool results, passages) has thresholds of its own, tuned on
+        # real code, documentation and e-mails rather than on what users type.
+        self.thresholds = {stage: t[sensitivity] for stage, t in by_stage.items()}
 
     def check(self, text: str, stage: Stage) -> Verdict:
         if len(text.split(maxsplit=MIN_WORDS)) < MIN_WORDS:
@@ -243,11 +300,11 @@ class ClassifierDetector:
         scored = self.classifier.score(text)
         score = round(scored.score, 4)
         spans = (Span(scored.start, scored.end, LABEL),)
-        if score < self.threshold:
+        if score < self.thresholds["context" if stage == "context" else "input"]:
             return Verdict(score=score, spans=spans)
         # The head says how likely an attack is, not which: Guardian's class scores of the
         # window say which, when they name one.
-        kind = self.classifier.guardian_kind(text[scored.start : scored.end])
+        kind = guardian_kind(text[scored.start : scored.end])
         return Verdict(
             action="BLOCKED",
             score=score,
