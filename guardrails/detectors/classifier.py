@@ -1,13 +1,13 @@
 """A learned prompt-attack classifier that runs on CPU with the standard library alone.
 
-Features and a first opinion come from SecureVector Guardian (`securevector-guardian-model`,
-Apache-2.0): its wheel ships the vocabulary, the idf weights and eight linear class heads
-(benign, prompt injection, jailbreak, …), with a pure-Python runtime and no download. On
-sets written by others Guardian alone misses a third of real-world jailbreaks, so a head
-over the same features and Guardian's eight class scores is fitted on the development
-halves of those sets (`python -m guardrails.training`). Guardian's class scores are linear
-in the features, so the fitted head folds into one weight per feature:
-`guardrails/data/prompt_attack_head.json`, one dot product a text.
+Two logistic heads over TF-IDF features, their attack probabilities averaged: one over
+SecureVector Guardian's vocabulary (`securevector-guardian-model`, Apache-2.0, whose wheel
+ships it), one over word and character n-grams that at least three independent origins of
+the public sets share. Both were chosen, fitted and their thresholds set by leaving one
+origin out (guardrails/fitting, `python -m guardrails.training`,
+docs/architecture.md#guardrail-detectors). Everything the platform needs is in one file,
+`guardrails/data/prompt_attack_head.json.gz`: each head's vocabulary, idf and weights, and
+the thresholds of each stage (a user's input, data an agent reads) and sensitivity.
 
 Long text is scored in windows, the highest score wins: an attack buried in a long
 document is not diluted by the benign text around it, and the work is capped.
@@ -281,8 +281,8 @@ def guardian_model() -> Any:
 
 class ClassifierDetector:
     """The classifier alone behind the Detector interface: blocks when the attack
-    probability of any window reaches the threshold of `sensitivity` (chosen on the
-    development half, see guardrails.training); the span is that window."""
+    probability of any window reaches the threshold of the stage and `sensitivity` (chosen
+    on out-of-origin scores, see guardrails.fitting.loso); the span is that window."""
 
     def __init__(self, sensitivity: str = "medium") -> None:
         self.classifier = prompt_classifier()
