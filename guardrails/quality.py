@@ -8,10 +8,11 @@ leave-one-origin-out fold leaves out every set of that origin), its channel ("pr
 a user types to the assistant; "context": what an agent reads, tool output, e-mails,
 documents, code) and its licence.
 
-Every set is split once into a development half (tune on it) and a test half (report on
-it): a text's half is the parity of the first byte of the SHA-256 of its key (the text
-unless told), so the split never depends on order, and the same text is always in the same
-half. The prompt-attack sets are deduplicated across sets (a text under two labels is
+Every set is also split once into two halves: a text's half is the parity of the first
+byte of the SHA-256 of its key (the text unless told), so the split never depends on order,
+and the same text is always in the same half. The prompt-attack classifier is fitted on
+every origin and measured by leaving one out (guardrails/fitting); the test half is a fixed
+sample of each set for the tests. The prompt-attack sets are deduplicated across sets (a text under two labels is
 dropped from both; under one label it stays in the first set listed) and capped at CAP
 texts each, chosen by a hash of the text, so that fitting on all of them takes minutes.
 """
