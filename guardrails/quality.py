@@ -12,9 +12,10 @@ Every set is also split once into two halves: a text's half is the parity of the
 byte of the SHA-256 of its key (the text unless told), so the split never depends on order,
 and the same text is always in the same half. The prompt-attack classifier is fitted on
 every origin and measured by leaving one out (guardrails/fitting); the test half is a fixed
-sample of each set for the tests. The prompt-attack sets are deduplicated across sets (a text under two labels is
-dropped from both; under one label it stays in the first set listed) and capped at CAP
-texts each, chosen by a hash of the text, so that fitting on all of them takes minutes.
+sample of each set for the tests. The prompt-attack sets are deduplicated across sets (a
+text under two labels is dropped from both; under one label it stays in the first set
+listed) and capped at CAP texts each, chosen by a hash of the text, so that fitting on all
+of them takes minutes.
 """
 
 from __future__ import annotations
