@@ -18,7 +18,7 @@ from guardrails.detectors.prompt_attack_language import LANGUAGE
 from guardrails.detectors.prompt_attack_multilingual import MULTILINGUAL
 from guardrails.detectors.rules import Hit, combine, verdict
 from guardrails.engines.base import KIND_WORDS, Span, Verdict, kind_at
-from tests.guardrails.detectors.test_classifier import ROLE_PLAY
+from tests.support.prompts import ROLE_PLAY
 
 # Labels made as text is decoded (guardrails.detectors.prompt_attack._hits).
 DECODED = [f"prompt attack in {name}" for name in ("base64", "hex", "unicode tags", "rot13")]
