@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import Lower
 from django.utils import timezone
@@ -229,6 +231,11 @@ class Provider(models.TextChoices):
     LOCAL = "local", "Offline model"
 
 
+# USD per million tokens: the dearest models listed cost tens of dollars; a thousand is
+# a typo (a price per token, or in cents) that would make every budget trip at once.
+PRICE_RANGE = [MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(1000))]
+
+
 class LLMModel(models.Model):
     """The model catalog: which `llmModelId`s a config may name and who serves them."""
 
@@ -239,10 +246,18 @@ class LLMModel(models.Model):
     capabilities = ArrayField(models.CharField(max_length=40), default=list, blank=True)
     enabled = models.BooleanField(default=True)
     # US dollars per million tokens; None: unknown, and a run's cost with it.
-    input_usd_per_mtok = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
-    output_usd_per_mtok = models.DecimalField(
-        max_digits=12, decimal_places=6, null=True, blank=True
+    input_usd_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True, validators=PRICE_RANGE
     )
+    output_usd_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True, validators=PRICE_RANGE
+    )
+    # Input tokens read from the provider's prompt cache; None: billed as other input.
+    cached_input_usd_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True, validators=PRICE_RANGE
+    )
+    # When the prices were taken from the provider's list (they change; say how old).
+    prices_as_of = models.DateField(null=True, blank=True)
 
     class Meta:
         ordering = ["provider", "id"]
@@ -315,6 +330,11 @@ class Run(models.Model):
     error = models.JSONField(null=True, blank=True)
     # What the run did, in order (the run steps of docs/api.md#run-steps), written with its end.
     steps = models.JSONField(default=list, blank=True)
+    # What its model calls cost (USD; None when a model that was used has no price), and
+    # their usage and cost by model, {model: {input_tokens, …, cost_usd}}: from the steps,
+    # with the run's end, so that usage reports add rows instead of reading traces.
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    models_usage = models.JSONField(default=dict, blank=True)
     # While in progress: the process running it renews this lease; once it has run out,
     # that process is gone and any other marks the run `failed` (`interrupted`).
     lease_until = models.DateTimeField(null=True, blank=True, editable=False)

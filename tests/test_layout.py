@@ -108,6 +108,9 @@ BEHAVIOUR_SUITES: dict[str, str] = {
         "a request's threads: ASGI, database helpers and the stream"
     ),
     "agents/api/test_run_liveness.py": "leases, sweeps and cancels of runs across processes",
+    "agents/api/test_run_cost.py": (
+        "a run's cost: provider usage over the wire, catalog prices, steps and run record"
+    ),
     "agents/api/test_run_steps.py": "a run's steps from the trace to GET /v1/runs",
     "agents/api/test_template_limits.py": "template limits through the invoke routes",
     "agents/api/test_threads.py": "threads of messages across invoke calls",

@@ -13,6 +13,7 @@ from agents.api import schemas as s
 from agents.api.views import PAGE
 from agents.models import AgentType
 from agents.selectors.catalog import model_list
+from agents.services.catalog import model_prices_update
 
 AGENT_TYPE_DESCRIPTIONS = {
     AgentType.TOOL: "Calls function tools, other agents and MCP servers in a loop; can "
@@ -65,3 +66,36 @@ class ModelListView(ApiView):
         query = self.query(s.ModelListQuery)
         items, pagination = paginate(model_list(agent_type=query.agent_type), query)
         return render(s.ModelList(models=[s.ModelOut.of(m) for m in items], pagination=pagination))
+
+
+class ModelDetailView(ApiView):
+    @extend_schema(
+        operation_id="models_prices_update",
+        request=s.ModelPricesPatch,
+        responses={200: s.ModelOut},
+        tags=["catalog"],
+    )
+    def patch(self, request: ApiRequest, modelId: str) -> Response:
+        body = self.body(s.ModelPricesPatch)
+        changes = {
+            "input_usd_per_mtok": body.input_price_per_m_tok,
+            "output_usd_per_mtok": body.output_price_per_m_tok,
+            "cached_input_usd_per_mtok": body.cached_input_price_per_m_tok,
+            "prices_as_of": body.prices_as_of,
+        }
+        sent = {WIRE_NAMES[k] for k in body.model_fields_set}
+        model = model_prices_update(
+            user=request.user,
+            model_id=modelId,
+            changes={k: v for k, v in changes.items() if k in sent},
+        )
+        return render(s.ModelOut.of(model))
+
+
+# The patch's fields by the service's names: a field the body left out stays as it is.
+WIRE_NAMES = {
+    "input_price_per_m_tok": "input_usd_per_mtok",
+    "output_price_per_m_tok": "output_usd_per_mtok",
+    "cached_input_price_per_m_tok": "cached_input_usd_per_mtok",
+    "prices_as_of": "prices_as_of",
+}

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import Field, SkipValidation, StrictBool
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    SkipValidation,
+    StrictBool,
+    model_serializer,
+)
 
 from agentbuilder.api.pagination import PageQuery, Pagination
 from agentbuilder.users import User
@@ -55,6 +62,19 @@ class VersionCreate(CamelModel):
     version_label: str = Field("", max_length=100)
     notes: str = Field("", max_length=10_000)
     config: ConfigBody | None = Field(None, description="Absent: copy the latest config.")
+
+
+# USD per million tokens, as the catalog's fields allow (agents.models.PRICE_RANGE).
+Price = Annotated[float | None, Field(ge=0, le=1000, allow_inf_nan=False)]
+
+
+class ModelPricesPatch(CamelModel):
+    """A catalog model's prices, USD per million tokens; null clears one (unknown)."""
+
+    input_price_per_m_tok: Price = Field(None, alias="inputPricePerMTok")
+    output_price_per_m_tok: Price = Field(None, alias="outputPricePerMTok")
+    cached_input_price_per_m_tok: Price = Field(None, alias="cachedInputPricePerMTok")
+    prices_as_of: date | None = Field(None, description="Absent: today.")
 
 
 class AgentLookup(CamelModel):
@@ -219,6 +239,18 @@ class ModelOut(OutputModel):
     provider: Literal["bedrock", "openai", "local"]
     agent_types: list[AgentTypeName]
     capabilities: list[str]
+    input_price_per_m_tok: float | None = Field(
+        alias="inputPricePerMTok", description="USD per million input tokens; null: unknown."
+    )
+    output_price_per_m_tok: float | None = Field(
+        alias="outputPricePerMTok", description="USD per million output tokens; null: unknown."
+    )
+    cached_input_price_per_m_tok: float | None = Field(
+        alias="cachedInputPricePerMTok",
+        description="USD per million input tokens read from the provider's prompt cache; "
+        "null: billed as other input.",
+    )
+    prices_as_of: date | None = Field(description="When the prices were taken.")
 
     @classmethod
     def of(cls, model: LLMModel) -> ModelOut:
@@ -228,7 +260,15 @@ class ModelOut(OutputModel):
             provider=model.provider,
             agent_types=model.agent_types,
             capabilities=model.capabilities,
+            input_price_per_m_tok=_dollars(model.input_usd_per_mtok),
+            output_price_per_m_tok=_dollars(model.output_usd_per_mtok),
+            cached_input_price_per_m_tok=_dollars(model.cached_input_usd_per_mtok),
+            prices_as_of=model.prices_as_of,
         )
+
+
+def _dollars(value: Decimal | None) -> float | None:
+    return None if value is None else float(value)
 
 
 class ModelList(OutputModel):
@@ -317,6 +357,15 @@ class TokensUsage(OutputModel):
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    cached_input_tokens: int | None = Field(
+        None,
+        description="The part of input_tokens the provider read from its prompt cache "
+        "(billed at the cached price); present only when a provider reported one.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
 
 
 class RunOut(OutputModel):
@@ -342,6 +391,11 @@ class RunOut(OutputModel):
     schedule_id: UUID | None = Field(
         None, description="The schedule whose tick started it (protocol `schedule`)."
     )
+    cost_usd: float | None = Field(
+        None,
+        description="What its model calls cost, each at its model's catalog price (USD); "
+        "null when a model it used has no price.",
+    )
 
     @classmethod
     def of(cls, run: Run) -> RunOut:
@@ -362,6 +416,7 @@ class RunOut(OutputModel):
             error=run.error,
             steps=run.steps,
             schedule_id=run.schedule_id,
+            cost_usd=_dollars(run.cost_usd),
         )
 
 

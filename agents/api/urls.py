@@ -16,6 +16,7 @@ urlpatterns = [
     path("auth/token", TokenView.as_view(), name="auth-token"),
     path("environments", catalogs.EnvironmentListView.as_view(), name="environment-list"),
     path("models", catalogs.ModelListView.as_view(), name="model-list"),
+    path("models/<path:modelId>", catalogs.ModelDetailView.as_view(), name="model-detail"),
     path("agents", agents.AgentListView.as_view(), name="agent-list"),
     path("runs", runs.RunListView.as_view(), name="run-list"),
     *mcp_registry.urlpatterns,  # /mcp-servers

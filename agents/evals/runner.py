@@ -47,7 +47,6 @@ from agents.models import (
     Experiment,
     ExperimentResult,
     ExperimentStatus,
-    LLMModel,
     ResultStatus,
     Run,
     RunStatus,
@@ -129,7 +128,6 @@ def _slot_in_thread(experiment_id: uuid.UUID) -> int:
 class _Setup:
     experiment: Experiment
     scorers: list[Scorer]
-    prices: tuple[Decimal, Decimal] | None  # USD per million input, output tokens
 
 
 @dataclass(frozen=True)
@@ -192,18 +190,7 @@ def _setup(experiment_id: uuid.UUID) -> _Setup | None:
             Experiment.objects.filter(pk=experiment_id).update(
                 status=ExperimentStatus.RUNNING, started_at=Now()
             )
-    return _Setup(experiment, scorers_build(experiment.scorers), _prices(experiment))
-
-
-def _prices(experiment: Experiment) -> tuple[Decimal, Decimal] | None:
-    model_id = (experiment.version.config or {}).get("llmModelId")
-    model = LLMModel.objects.filter(pk=model_id).values_list(
-        "input_usd_per_mtok", "output_usd_per_mtok"
-    )
-    found = model.first()
-    if found is None or found[0] is None or found[1] is None:
-        return None
-    return found[0], found[1]
+    return _Setup(experiment, scorers_build(experiment.scorers))
 
 
 @functools.cache
@@ -264,7 +251,7 @@ def _run_case(setup: _Setup, item: _Item) -> bool:
         return False
     run_id, refused = started
     run = None if run_id is None else Run.objects.filter(pk=run_id).first()
-    observed = _observed(run, refused, item.case_input, setup.prices)
+    observed = _observed(run, refused, item.case_input)
     expected = expected_of(item.expected)
     scores: dict[str, Score] = {}
     for scorer in setup.scorers:
@@ -330,7 +317,6 @@ def _observed(
     run: Run | None,
     refused: str | None,
     case_input: dict[str, Any],
-    prices: tuple[Decimal, Decimal] | None,
 ) -> Observed:
     asked = input_text(case_input)
     if run is None:
@@ -357,7 +343,8 @@ def _observed(
         tool_calls=calls,
         source_doc_ids=tuple(sources),
         latency_ms=run.latency_ms,
-        cost_usd=_cost(run.tokens_usage or {}, prices),
+        # Priced by the run itself, each model call at its model's price (docs/api.md#cost).
+        cost_usd=None if run.cost_usd is None else float(run.cost_usd),
         failed=failed,
         input_text=asked,
     )
@@ -371,16 +358,6 @@ def _arguments(text: Any) -> dict[str, Any]:
     except (TypeError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def _cost(usage: dict[str, Any], prices: tuple[Decimal, Decimal] | None) -> float | None:
-    if prices is None:
-        return None
-    spent = (
-        Decimal(usage.get("input_tokens", 0)) * prices[0]
-        + Decimal(usage.get("output_tokens", 0)) * prices[1]
-    )
-    return float(spent / Decimal(1_000_000))
 
 
 def _record(

@@ -110,8 +110,13 @@ class ModelRequest:
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens of one or more model calls. `input_tokens` counts every token sent, those the
+    provider read from its prompt cache included; `cached_input_tokens` is that cached part,
+    which providers bill at a lower price (agents.runtime.pricing)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -119,15 +124,20 @@ class Usage:
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
         )
 
     def as_dict(self) -> dict[str, int]:
-        return {
+        out = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "total_tokens": self.total_tokens,
         }
+        if self.cached_input_tokens:  # only where a provider reported a cache hit
+            out["cached_input_tokens"] = self.cached_input_tokens
+        return out
 
 
 @dataclass(frozen=True)

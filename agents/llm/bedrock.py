@@ -211,8 +211,7 @@ class _Translator:
         elif "messageStop" in event:
             self.stop_reason = STOP_REASONS.get(event["messageStop"].get("stopReason"), "other")
         elif "metadata" in event:
-            usage = event["metadata"].get("usage", {})
-            self.usage = Usage(usage.get("inputTokens", 0), usage.get("outputTokens", 0))
+            self.usage = _usage(event["metadata"].get("usage", {}))
         return []
 
     def _delta(self, block: dict[str, Any]) -> list[ProviderEvent]:
@@ -228,6 +227,14 @@ class _Translator:
         unclosed: list[ProviderEvent] = [ToolCallChunk(c.part()) for c in self.calls.values()]
         self.calls.clear()
         return [*unclosed, Finished(self.usage, self.stop_reason)]
+
+
+def _usage(usage: dict[str, Any]) -> Usage:
+    """Converse's `inputTokens` leaves out the tokens read from and written to the prompt
+    cache; the normalised usage counts every token sent, and the cache reads apart."""
+    read = usage.get("cacheReadInputTokens") or 0
+    written = usage.get("cacheWriteInputTokens") or 0
+    return Usage(usage.get("inputTokens", 0) + read + written, usage.get("outputTokens", 0), read)
 
 
 class _Reader(threading.Thread):

@@ -225,7 +225,13 @@ class _Translator:
         """One `chat.completion.chunk` object, as JSON."""
         usage = chunk.get("usage")
         if usage:
-            self.usage = Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+            # prompt_tokens includes the cached ones (prompt_tokens_details.cached_tokens).
+            details = usage.get("prompt_tokens_details") or {}
+            self.usage = Usage(
+                usage.get("prompt_tokens", 0),
+                usage.get("completion_tokens", 0),
+                details.get("cached_tokens") or 0,
+            )
         events: list[ProviderEvent] = []
         for choice in (chunk.get("choices") or ())[:1]:
             delta = choice.get("delta") or {}

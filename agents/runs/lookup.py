@@ -10,12 +10,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 
 from agentbuilder.errors import Invalid, NotFound
 from agentbuilder.users import User
 from agents.access.permissions import Action, held_array
+from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Agent, AgentType, AgentVersion, Environment, LLMModel
+from agents.runtime.pricing import Price
 from agents.selectors.agents import agent_get_to_invoke, invocable_check
 from agents.selectors.versions import VersionRef, version_kind, version_ref_parse, version_where
 
@@ -33,6 +36,9 @@ class RunTarget:
     version_number: int
     config: dict[str, Any]
     model_provider: str | None
+    # USD per million tokens of the model that answers (the offline model's under
+    # LLM_OFFLINE): None when the catalog has no price for it.
+    price: Price | None = None
 
 
 def run_target(*, user: User, environment: Environment, agent_id: uuid.UUID, ref: str) -> RunTarget:
@@ -71,7 +77,9 @@ def task_target(
 
 
 def _params(agent_id: uuid.UUID, parsed: VersionRef, **more: Any) -> dict[str, Any]:
-    params = {"agent": agent_id, **more}
+    # Under LLM_OFFLINE the offline model answers whatever the config names: its price.
+    priced = LOCAL_MODEL if settings.LLM_OFFLINE else None
+    params = {"agent": agent_id, "priced": priced, **more}
     if parsed is not None:
         params["ref"] = parsed
     return params
@@ -95,12 +103,20 @@ def _target(row: Sequence[Any]) -> RunTarget:
         # psycopg parses `json` already; the field decodes what it would not have.
         config=_CONFIG.from_db_value(row[6], None, connection),
         model_provider=row[7],
+        price=_price(row[8:11]),
     )
 
 
-# The row both statements select, by position: the agent's, the version's, the provider;
-# the invoke path's adds the caller's grants.
-_NAME, _ENVIRONMENT, _VERSION, _HELD = 1, 3, 4, 8
+def _price(prices: Sequence[Any]) -> Price | None:
+    inputs, outputs, cached = prices
+    if inputs is None or outputs is None:
+        return None
+    return Price(float(inputs), float(outputs), None if cached is None else float(cached))
+
+
+# The row both statements select, by position: the agent's, the version's, the provider,
+# the prices; the invoke path's adds the caller's grants.
+_NAME, _ENVIRONMENT, _VERSION, _HELD = 1, 3, 4, 11
 _CONFIG = AgentVersion._meta.get_field("config")
 
 
@@ -126,8 +142,10 @@ def _statement(kind: str, *, columns: str = "", condition: str = "") -> str:
     return f"""
         SELECT a.id, a.name, a.agent_type, a.environment_id,
             v.id AS version_id, v.number, v.config,
-            (SELECT m.provider FROM {models} m WHERE m.id = v.config->>'llmModelId'){columns}
+            (SELECT m.provider FROM {models} m WHERE m.id = v.config->>'llmModelId'),
+            p.input_usd_per_mtok, p.output_usd_per_mtok, p.cached_input_usd_per_mtok{columns}
         FROM {agents} a
         LEFT JOIN LATERAL (SELECT * FROM {versions} v WHERE {where} LIMIT 1) v ON true
+        LEFT JOIN {models} p ON p.id = COALESCE(%(priced)s::text, v.config->>'llmModelId')
         WHERE a.id = %(agent)s AND a.deleted_at IS NULL {condition}
     """  # noqa: S608

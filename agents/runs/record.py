@@ -18,6 +18,7 @@ from agents.runs.start import Invocation
 from agents.runtime.approvals import PausedTurn
 from agents.runtime.events import Event, ResponseCompleted, ResponseFailed
 from agents.runtime.failures import FailureCode
+from agents.runtime.pricing import steps_cost
 from agents.runtime.trace import Trace
 from agents.runtime.transcript import Transcript
 
@@ -46,6 +47,8 @@ def _end_sql() -> str:
             {column["output"]} = %(output)s::jsonb,
             {column["error"]} = %(error)s::jsonb,
             {column["steps"]} = %(steps)s::jsonb,
+            {column["cost_usd"]} = %(cost)s,
+            {column["models_usage"]} = %(models_usage)s::jsonb,
             {column["lease_until"]} = NULL
         WHERE {column["id"]} = %(id)s
     """  # noqa: S608
@@ -66,6 +69,8 @@ def _pause_sql() -> str:
             {column["tokens_usage"]} = %(usage)s::jsonb,
             {column["messages"]} = {column["messages"]} || %(messages)s::jsonb,
             {column["steps"]} = %(steps)s::jsonb,
+            {column["cost_usd"]} = %(cost)s,
+            {column["models_usage"]} = %(models_usage)s::jsonb,
             {column["paused"]} = %(paused)s::jsonb,
             {column["lease_until"]} = %(deadline)s
         WHERE {column["id"]} = %(id)s
@@ -130,6 +135,8 @@ class RunRecorder:
         invocation = self.invocation
         try:
             now = timezone.now()
+            steps = invocation.steps_before + self.trace.records(len(invocation.steps_before))
+            cost, by_model = steps_cost(steps)
             params = {
                 "id": invocation.run_id,
                 "status": self.status,
@@ -138,9 +145,9 @@ class RunRecorder:
                 "messages": _json(self.transcript.messages),
                 "output": _json(self.output),
                 "error": _json(self.error),
-                "steps": _json(
-                    invocation.steps_before + self.trace.records(len(invocation.steps_before))
-                ),
+                "steps": _json(steps),
+                "cost": cost,
+                "models_usage": _json(by_model),
                 **self.events.final_params(),
             }
             statement = _end_sql()

@@ -56,6 +56,7 @@ def agent_spec(*, target: RunTarget) -> AgentSpec:
         provider=provider_for(provider_name),
         model=model,
         provider_name=provider_name,
+        price=target.price,
         task_agents=task_agents,
         mcp_servers=mcp_servers,
     )

@@ -53,6 +53,7 @@ async def run(
     """Stream a run: ResponseCreated, deltas, tool calls and results, then exactly one of
     ResponseCompleted or ResponseFailed."""
     meter = meter or Meter()
+    meter.spend = run_input.spend
     yield ResponseCreated(response_id or new_response_id(), spec.model, int(time.time()))
     guard = Guard(run_input.guardrails, run_input.guard_window, meter.trace)
     try:

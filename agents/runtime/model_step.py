@@ -19,6 +19,7 @@ from agents.llm.base import (
     Usage,
 )
 from agents.runtime.events import TextDelta
+from agents.runtime.pricing import cost_usd
 from agents.runtime.spec import AgentSpec, Meter
 from agents.runtime.steps import ModelCallStep
 
@@ -63,6 +64,8 @@ async def model_step(
     """Run one call; yields its text as deltas when `stream`, fills `result` as it goes.
     The call is a step of the run's trace, however it ends."""
     usage = Usage()
+    cost: float | None = None
+    await meter.before_call()  # a budget spent stops the run here, before the call
     step = meter.trace.start("model_call", ModelCallStep(spec.model, usage.as_dict()))
     first: int | None = None
     status = "failed"
@@ -82,8 +85,8 @@ async def model_step(
                 call = ToolCallPart(event.call.call_id, event.call.name, arguments)
                 result.tool_calls.append(call)
             elif isinstance(event, Finished):
-                meter.add(event.usage)
-                usage = event.usage
+                usage, cost = event.usage, cost_usd(event.usage, spec.price)
+                await meter.add(spec.model, usage, cost)
                 result.stop_reason = event.stop_reason
         status = "completed"
     except (GeneratorExit, asyncio.CancelledError):
@@ -91,5 +94,5 @@ async def model_step(
         raise
     finally:
         stop = result.stop_reason if status == "completed" else None
-        step.end(status, ModelCallStep(spec.model, usage.as_dict(), first, stop))
+        step.end(status, ModelCallStep(spec.model, usage.as_dict(), first, stop, cost))
     result.text = "".join(parts)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from agents.configs import AgentConfig, ApprovalPolicy
 from agents.llm.base import Message, Provider, ToolSpec, Usage
@@ -12,6 +12,7 @@ from agents.mcp_client.types import McpEndpoint
 from agents.runtime.approvals import Resume
 from agents.runtime.depth import CallDepth
 from agents.runtime.failures import FailureCode
+from agents.runtime.pricing import Price
 from agents.runtime.steps import RetrievalStep
 from agents.runtime.trace import Trace
 from guardrails.engines.rules import Rule
@@ -65,6 +66,7 @@ class AgentSpec:
     provider: Provider
     model: str  # the model id reported to clients (the offline model says so)
     provider_name: str = ""  # the catalog's name of `provider`: bedrock, openai, local
+    price: Price | None = None  # of `model`, from the catalog; None: unknown
     # task_agent tools: the resolved task agent behind each tool name
     task_agents: Mapping[str, AgentSpec] = field(default_factory=dict)
     # mcp tools: the servers of the config's references, then those the request named
@@ -103,6 +105,19 @@ class RunInput:
     # refused to the model. `resume`: the paused turn and its decisions, to go on from.
     can_pause: bool = False
     resume: Resume | None = None
+    # What may stop the run between model calls and is told what each costs: the budgets
+    # that apply to it (agents.runs.budgets). None: nothing to enforce.
+    spend: SpendGate | None = None
+
+
+class SpendGate(Protocol):
+    """Sees every model call of a run, nested task agents' included."""
+
+    async def before_call(self) -> None:
+        """Before a model call. Raise RunFailure to end the run instead."""
+
+    async def after_call(self, model: str, usage: Usage, cost_usd: float | None) -> None:
+        """A call reported its usage; `cost_usd` None: the model has no price."""
 
 
 class RunFailure(Exception):
@@ -116,13 +131,21 @@ class RunFailure(Exception):
 
 @dataclass
 class Meter:
-    """Token usage of every model call of a run, nested task agents included, and the
-    run's trace of steps."""
+    """Token usage of every model call of a run, nested task agents included, the run's
+    trace of steps (each model call with its cost), and the gate its budgets keep before
+    each call."""
 
     usage: Usage = field(default_factory=Usage)
     model_calls: int = 0
     trace: Trace = field(default_factory=Trace)
+    spend: SpendGate | None = None
 
-    def add(self, usage: Usage) -> None:
+    async def before_call(self) -> None:
+        if self.spend is not None:
+            await self.spend.before_call()
+
+    async def add(self, model: str, usage: Usage, cost_usd: float | None) -> None:
         self.usage = self.usage + usage
         self.model_calls += 1
+        if self.spend is not None:
+            await self.spend.after_call(model, usage, cost_usd)

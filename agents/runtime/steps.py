@@ -22,6 +22,7 @@ class ModelCallStep:
     tokens_usage: dict[str, int]
     time_to_first_token_ms: int | None = None
     stop_reason: str | None = None
+    cost_usd: float | None = None  # None: the model has no price in the catalog
 
 
 @dataclass(frozen=True)

@@ -378,11 +378,15 @@ def _stop(turn: Turn) -> str:
 
 def _usage(turn: Turn) -> dict[str, int]:
     input_tokens, output_tokens = turn.usage
-    return {
-        "inputTokens": input_tokens,
+    # Converse counts cache reads apart from inputTokens, and in totalTokens.
+    usage = {
+        "inputTokens": input_tokens - turn.cached,
         "outputTokens": output_tokens,
         "totalTokens": input_tokens + output_tokens,
     }
+    if turn.cached:
+        usage |= {"cacheReadInputTokens": turn.cached, "cacheWriteInputTokens": 0}
+    return usage
 
 
 class FakeBedrock(FakeServer):

@@ -178,12 +178,14 @@ def _stop(turn: Turn) -> str:
     return turn.stop or ("tool_calls" if turn.calls else "stop")
 
 
-def _usage(turn: Turn) -> dict[str, int]:
+def _usage(turn: Turn) -> dict[str, Any]:
     prompt, completion = turn.usage
+    # prompt_tokens counts the cached ones too; their share is in the details.
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": turn.cached, "audio_tokens": 0},
     }
 
 

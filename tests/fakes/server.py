@@ -45,7 +45,8 @@ class Turn:
 
     text: the text deltas, in order; calls: tool calls after the text;
     stop: the wire stop reason (default: tool use when there are calls, else end of turn);
-    usage: (input tokens, output tokens);
+    usage: (input tokens, output tokens); cached: how many of the input tokens the provider
+    read from its prompt cache (each fake reports them as its wire format does);
     delay: seconds before the response starts; pause: seconds between events;
     hang: seconds to hold the stream open after the content, before it ends;
     error_after: after this many events, send the protocol's mid-stream error instead;
@@ -58,6 +59,7 @@ class Turn:
     calls: tuple[Call, ...] | list[Call] = ()
     stop: str | None = None
     usage: tuple[int, int] = (11, 7)
+    cached: int = 0
     delay: float = 0.0
     pause: float = 0.0
     hang: float = 0.0

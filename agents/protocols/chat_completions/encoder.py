@@ -61,12 +61,15 @@ class ChatCompletion(BaseModel):
     )
 
 
-def usage_body(usage: Usage) -> dict[str, int]:
-    return {
+def usage_body(usage: Usage) -> dict[str, Any]:
+    body: dict[str, Any] = {
         "prompt_tokens": usage.input_tokens,
         "completion_tokens": usage.output_tokens,
         "total_tokens": usage.total_tokens,
     }
+    if usage.cached_input_tokens:  # as OpenAI reports a prompt cache hit
+        body["prompt_tokens_details"] = {"cached_tokens": usage.cached_input_tokens}
+    return body
 
 
 def completion_id(response_id: str) -> str:

@@ -18,7 +18,13 @@ from tests.support.native import fetch_run, invoke
 from tests.support.rag import RAG_TOOL, VACATION, VACATION_QUESTION, outputs, rag_agent
 
 STEP_KEYS = {"type", "startedAt", "latencyMs", "status"}
-MODEL_CALL_KEYS = STEP_KEYS | {"model", "tokensUsage", "timeToFirstTokenMs", "stopReason"}
+MODEL_CALL_KEYS = STEP_KEYS | {
+    "model",
+    "tokensUsage",
+    "timeToFirstTokenMs",
+    "stopReason",
+    "costUsd",
+}
 
 
 def steps_of(client: Any, answer: Any) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from typing import Any
 import openai
 import pytest
 from openai import AsyncOpenAI, OpenAI
+from openai.types import CompletionUsage
 from openai.types.chat import ChatCompletionChunk
 
 from agentbuilder.errors import Invalid
@@ -32,6 +33,7 @@ from agents.protocols.chat_completions.encoder import (
     ARGUMENT_FRAGMENT_CHARS,
     ChunkEncoder,
     completion_body,
+    usage_body,
 )
 from agents.protocols.chat_completions.request import ChatCompletionRequest
 from agents.runtime.events import (
@@ -778,3 +780,11 @@ def test_bad_messages_are_openai_400s_before_any_run(
     assert error["param"] == param, error
     assert error["message"]
     assert not Run.objects.exists()
+
+
+def test_usage_reports_cached_input_as_openai_does_and_only_when_there_was_some() -> None:
+    cached = CompletionUsage.model_validate(usage_body(Usage(100, 10, cached_input_tokens=80)))
+    assert cached.prompt_tokens == 100
+    assert cached.prompt_tokens_details is not None
+    assert cached.prompt_tokens_details.cached_tokens == 80
+    assert "prompt_tokens_details" not in usage_body(Usage(100, 10))
