@@ -111,7 +111,9 @@ def turn_from_json(data: dict[str, Any]) -> PausedTurn:
         iteration=data["iteration"],
         retries=data["retries"],
         requests=tuple(Asked(*r) for r in data["requests"]),
-        usage=Usage(usage["input_tokens"], usage["output_tokens"]),
+        usage=Usage(
+            usage["input_tokens"], usage["output_tokens"], usage.get("cached_input_tokens", 0)
+        ),
         model_calls=data["modelCalls"],
     )
 
