@@ -46,6 +46,7 @@ SPEC_OPERATIONS = [
     ("get", "/v1/guardrails"),
     ("get", "/v1/runs"),
     ("get", "/v1/runs/{runId}"),
+    ("get", "/v1/usage"),
     ("get", "/v1/threads/{threadId}"),
     ("get", "/v1/documents"),
     ("post", "/v1/documents"),

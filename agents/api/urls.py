@@ -1,7 +1,7 @@
 from django.urls import path
 
 from agents.access.api import TokenView
-from agents.api import agents, aliases, catalogs, runs, versions
+from agents.api import agents, aliases, catalogs, runs, usage, versions
 from agents.evals import urls as evals
 from agents.mcp_registry import urls as mcp_registry
 from agents.protocols.chat_completions import urls as chat_completions
@@ -19,6 +19,7 @@ urlpatterns = [
     path("models/<path:modelId>", catalogs.ModelDetailView.as_view(), name="model-detail"),
     path("agents", agents.AgentListView.as_view(), name="agent-list"),
     path("runs", runs.RunListView.as_view(), name="run-list"),
+    path("usage", usage.UsageView.as_view(), name="usage"),
     *mcp_registry.urlpatterns,  # /mcp-servers
     *schedules.urlpatterns,  # /agents/{id}/schedules, /schedules/{id}
     *evals.urlpatterns,  # /datasets, /experiments, /runs/{id}/feedback, alias gates
