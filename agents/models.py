@@ -372,6 +372,15 @@ class Run(models.Model):
         return f"run {self.pk} ({self.status})"
 
 
+class RunUsage(Run):
+    """The admin's usage page (agents/admin/usage.py) as an entry of the admin's app list:
+    what runs spent, added up. A proxy: no table of its own."""
+
+    class Meta:
+        proxy = True
+        verbose_name = verbose_name_plural = "usage"
+
+
 class ApprovalStatus(models.TextChoices):
     PENDING = "pending"
     APPROVED = "approved"

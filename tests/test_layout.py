@@ -123,6 +123,7 @@ BEHAVIOUR_SUITES: dict[str, str] = {
         "the playground in a real browser: admin page, script and stream"
     ),
     "agents/admin/test_studio_browser.py": "the admin's pages in a real browser",
+    "agents/admin/test_usage_browser.py": "the usage page in a real browser: charts, filters",
     # tests/agents: evaluations
     "agents/evals/test_experiments_browser.py": (
         "experiments in a real browser: the form, the progress bar, cancel and compare"

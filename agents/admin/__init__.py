@@ -1,5 +1,5 @@
 """The admin: environments, agents and their versions, catalogs, API clients, MCP servers,
-runs, the approvals inbox, schedules, datasets (documents: retrieval.admin)."""
+runs, usage, the approvals inbox, schedules, datasets (documents: retrieval.admin)."""
 
 from agents.access import admin as access
 from agents.admin import (
@@ -7,6 +7,7 @@ from agents.admin import (
     approvals,
     llm_models,
     runs,
+    usage,
     versions,
 )
 from agents.evals import admin as evals  # registers Dataset's admin
@@ -25,6 +26,7 @@ __all__ = [
     "mcp_registry",
     "runs",
     "schedules",
+    "usage",
     "versions",
     "webhooks",
 ]

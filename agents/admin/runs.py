@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString
 
 from agentbuilder.users import request_user
 from agents.admin.timeline import timeline
+from agents.admin.usage import dollars
 from agents.evals.from_runs import add_case_view, feedback_view, run_page_context
 from agents.models import RUN_ENDED, Run
 from agents.runs.leases import runs_mark_failed
@@ -29,6 +30,7 @@ SUMMARY = (
     "completed_at",
     "latency",
     "tokens_usage",
+    "cost",
     "thread",
     "error",
     "lease_until",
@@ -52,6 +54,7 @@ class RunAdmin(admin.ModelAdmin):
         "status",
         "latency",
         "total_tokens",
+        "cost",
     ]
     list_display_links = ["started_at"]
     list_filter = [
@@ -128,6 +131,10 @@ class RunAdmin(admin.ModelAdmin):
     @admin.display(description="tokens")
     def total_tokens(self, run: Run) -> int:
         return int(run.tokens_usage.get("total_tokens", 0))
+
+    @admin.display(description="cost", ordering="cost_usd")
+    def cost(self, run: Run) -> str:
+        return dollars(run.cost_usd)
 
     @admin.display(description="agent")
     def agent_link(self, run: Run) -> SafeString:

@@ -1,7 +1,9 @@
-"""Small line charts as SVG text, drawn on the server
+"""Small line and bar charts as SVG text, drawn on the server
 (docs/architecture.md#experiments-in-the-admin).
 
-An agent's experiments page charts pass rate, p95 latency and cost per experiment. Drawn
+An agent's experiments page charts pass rate, p95 latency and cost per experiment; the usage
+page (agents/admin/usage.py) cost and tokens per day, and the top agents, versions, callers
+and models as bars. Drawn
 here rather than by a bundled chart library: a few dozen points need no script, the page
 works without JavaScript, and the chart is a string a test can parse. Points are spaced
 evenly in the order they were made (an experiment a minute after another and one a week
@@ -136,3 +138,59 @@ def _series(points: Sequence[Point], high: float, fmt: Callable[[float], str]) -
         dots.append(dot)
     line = f'<path class="chart-line" d="{" ".join(path)}"/>' if path else ""
     return [line, *dots, *labels]
+
+
+BAR_HEIGHT, BAR_GAP, BAR_LEFT = 18, 6, 120  # a bar's row; the labels' column on its left
+BAR_LABEL_CHARS = 18  # longer labels are cut (the tooltip keeps them whole)
+
+
+def bar_chart(
+    points: Sequence[Point],
+    *,
+    title: str,
+    fmt: Callable[[float], str] = lambda v: f"{v:g}",
+    css_class: str = "",
+) -> str:
+    """The SVG text of `points` as horizontal bars, in their order, from 0 to a round value
+    at or above the largest; each bar labelled on its left and valued on its right. A point
+    of unknown value has no bar, and says so."""
+    known = [p.value for p in points if p.value is not None]
+    high = nice_ceiling(max(known, default=0.0))
+    height = TOP + max(len(points), 1) * (BAR_HEIGHT + BAR_GAP) + 8
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
+        f'class="{escape(css_class)}" role="img" aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+        f'<text class="chart-title" x="8" y="16">{escape(title)}</text>',
+    ]
+    if not points:
+        parts.append(
+            f'<text class="chart-empty" x="{WIDTH / 2:.1f}" y="{TOP + 14}" '
+            'text-anchor="middle">no data yet</text>'
+        )
+    for i, point in enumerate(points):
+        parts.append(_bar(point, TOP + i * (BAR_HEIGHT + BAR_GAP), high, fmt))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _bar(point: Point, y: float, high: float, fmt: Callable[[float], str]) -> str:
+    room = WIDTH - BAR_LEFT - RIGHT - 60  # the value's text after the longest bar
+    label = point.label if len(point.label) <= BAR_LABEL_CHARS else point.label[:17] + "…"
+    shown = "unknown" if point.value is None else fmt(point.value)
+    width = 0.0 if point.value is None else room * min(max(point.value / high, 0.0), 1.0)
+    tip = " · ".join(t for t in (point.label, point.note, shown) if t)
+    middle = y + BAR_HEIGHT / 2 + 4
+    text = (
+        f'<text class="chart-label" x="{BAR_LEFT - 6}" y="{middle:.1f}" '
+        f'text-anchor="end">{escape(label)}</text>'
+    )
+    if point.href:
+        text = f'<a href="{escape(point.href)}">{text}</a>'
+    return (
+        f'<g class="chart-bar-row"><title>{escape(tip)}</title>{text}'
+        f'<rect class="chart-bar" x="{BAR_LEFT}" y="{y:.1f}" width="{width:.1f}" '
+        f'height="{BAR_HEIGHT}"/>'
+        f'<text class="chart-value" x="{BAR_LEFT + width + 4:.1f}" y="{middle:.1f}">'
+        f"{escape(shown)}</text></g>"
+    )

@@ -58,7 +58,7 @@ def _signed_in(user: Any) -> Client:
     return browser
 
 
-def test_the_list_shows_agent_version_caller_status_latency_tokens_and_start(
+def test_the_list_shows_agent_version_caller_status_latency_tokens_cost_and_start(
     admin_user: Any, owner: Any, owner_client: Any, make_agent: Any
 ) -> None:
     run = _invoke(owner_client, make_agent(), "What is 3x5?")
@@ -68,7 +68,7 @@ def test_the_list_shows_agent_version_caller_status_latency_tokens_and_start(
     assert list(cells) == [run]
     row = html.unescape(listing.content.decode())
     headers = [h["text"] for h in listing.context["result_headers"]]
-    assert headers[-8:] == [
+    assert headers[-9:] == [
         "started at",
         "agent",
         "version",
@@ -77,10 +77,12 @@ def test_the_list_shows_agent_version_caller_status_latency_tokens_and_start(
         "status",
         "latency",
         "tokens",
+        "cost",
     ]
     assert f"{run.latency_ms} ms" in row
     assert ">owner<" in row
     assert f">{run.tokens_usage['total_tokens']}<" in row
+    assert '<td class="field-cost">$0</td>' in row  # the offline model is free
 
 
 @pytest.mark.parametrize(

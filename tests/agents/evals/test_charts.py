@@ -1,5 +1,5 @@
-"""Line charts as SVG text (agents/evals/charts.py): well-formed, escaped, a dot per known
-value, gaps for unknown ones, round axes."""
+"""Line and bar charts as SVG text (agents/evals/charts.py): well-formed, escaped, a dot or a
+bar per known value, gaps for unknown ones, round axes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from agents.evals.charts import MAX_X_LABELS, Point, line_chart, nice_ceiling
+from agents.evals.charts import MAX_X_LABELS, Point, bar_chart, line_chart, nice_ceiling
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -86,3 +86,30 @@ def test_many_points_label_every_nth_and_the_last() -> None:
 )
 def test_the_axis_tops_at_a_round_value(value: float, ceiling: float) -> None:
     assert nice_ceiling(value) == pytest.approx(ceiling)
+
+
+def test_bars_are_as_long_as_their_values_with_labels_links_and_unknown_said() -> None:
+    points = [
+        Point("alpha", 0.015, "2 runs", "/agents/1/"),
+        Point("beta & <co>", 0.0075),
+        Point("a name far longer than the column", None, "1 run"),
+    ]
+
+    root = parsed(bar_chart(points, title="Top agents", fmt=lambda v: f"${v:g}"))
+
+    widths = [float(r.get("width", -1)) for r in root.iter(f"{SVG}rect")]
+    assert widths[0] > 0
+    assert widths[1] == pytest.approx(widths[0] / 2, abs=0.1)  # drawn to a tenth
+    assert widths[2] == 0
+    assert texts(root, "chart-value") == ["$0.015", "$0.0075", "unknown"]
+    assert texts(root, "chart-label") == ["alpha", "beta & <co>", "a name far longer…"]
+    assert [a.get("href") for a in root.iter(f"{SVG}a")] == ["/agents/1/"]
+    tips = [g.find(f"{SVG}title").text for g in root.iter(f"{SVG}g")]  # type: ignore[union-attr]
+    assert tips[2] == "a name far longer than the column · 1 run · unknown"
+
+
+def test_a_bar_chart_of_nothing_says_so() -> None:
+    root = parsed(bar_chart([], title="Top models"))
+
+    assert texts(root, "chart-empty") == ["no data yet"]
+    assert list(root.iter(f"{SVG}rect")) == []
