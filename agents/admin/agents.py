@@ -35,6 +35,7 @@ from agents.models import Agent, AgentType, AgentVersion, Environment
 from agents.protocols.playground.views import (
     PlaygroundApprovalsView,
     PlaygroundCancelView,
+    PlaygroundRunView,
     PlaygroundStreamView,
     playground_page,
 )
@@ -259,6 +260,11 @@ class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
                 "<str:object_id>/playground/stream/",
                 stream,
                 name="agents_agent_playground_stream",
+            ),
+            path(
+                "<str:object_id>/playground/runs/<str:run_id>/",
+                PlaygroundRunView.as_view(),
+                name="agents_agent_playground_run",
             ),
             path(
                 "<str:object_id>/playground/runs/<str:run_id>/cancel/",

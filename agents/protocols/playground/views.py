@@ -36,6 +36,7 @@ from agents.runs.stream import Encode
 from agents.runtime.events import Event, ResponseCompleted
 from agents.selectors.agents import agent_get_invocable
 from agents.selectors.aliases import alias_list
+from agents.selectors.runs import run_get
 from agents.selectors.versions import version_ref_parse
 from agents.services.approvals import StillWaiting, approvals_decide
 from agents.services.runs import run_cancel_request
@@ -66,6 +67,7 @@ def playground_page(site: AdminSite, request: HttpRequest, object_id: str) -> Te
             "streamUrl": reverse("admin:agents_agent_playground_stream", args=[agent.pk]),
             "runUrl": reverse("admin:agents_run_change", args=[NO_RUN]),
             "cancelUrl": reverse("admin:agents_agent_playground_cancel", args=[agent.pk, NO_RUN]),
+            "runRecordUrl": reverse("admin:agents_agent_playground_run", args=[agent.pk, NO_RUN]),
             "approvalsUrl": reverse(
                 "admin:agents_agent_playground_approvals", args=[agent.pk, NO_RUN]
             ),
@@ -185,6 +187,31 @@ class PlaygroundCancelView(ApiView):
             user=self.request.user, environment=agent.environment, run_id=run
         )
         return Response({"id": str(asked.pk), "status": asked.status}, status=202)
+
+
+class PlaygroundRunView(ApiView):
+    """What the footer of an answer shows once its run is recorded: the run's status,
+    tokens and cost (GET /v1/runs/{id}'s). Session, staff only; 404 for a run the user may
+    not read."""
+
+    authentication_classes = [SessionAuthentication]
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request, object_id: str, run_id: str) -> Response:
+        agent_id = path_uuid(object_id, "object_id", "an agent id")
+        run = path_uuid(run_id, "run_id", "a run id")
+        agent = agent_get_invocable(user=self.request.user, agent_id=agent_id)
+        recorded = run_get(user=self.request.user, environment=agent.environment, run_id=run)
+        cost = recorded.cost_usd
+        return Response(
+            {
+                "id": str(recorded.pk),
+                "status": recorded.status,
+                "tokensUsage": recorded.tokens_usage,
+                "costUsd": None if cost is None else float(cost),
+            }
+        )
 
 
 def _check_version(ref: str) -> None:

@@ -47,6 +47,13 @@
     }
   }
 
+  // Dollars with the digits a model call's cost needs (a cheap turn costs fractions of
+  // a cent): six decimals, trailing zeros dropped.
+  function formatUsd(value) {
+    const text = Number(value).toFixed(6).replace(/\.?0+$/, "");
+    return text === "0" && value > 0 ? "<0.000001" : text;
+  }
+
   function scrollDown() {
     log.scrollTop = log.scrollHeight;
   }
@@ -352,9 +359,32 @@
         `${line.latencyMs} ms`,
       ].filter(Boolean);
       const meta = el("div", { class: "pg-meta", text: bits.join(" · ") + " · " });
+      // The run's cost is known once the run is recorded, after its last line: showCost.
+      this.cost = el("span", { class: "pg-cost", text: "cost …" });
+      meta.append(this.cost, " · ");
       const url = settings.runUrl.replace(settings.noRun, this.runId);
       meta.append(el("a", { href: url, class: "pg-run-link", text: "run" }));
       this.answer.append(meta);
+    }
+
+    // The recorded run's cost (its model calls at their catalog prices), once the stream
+    // has closed: the server writes the run before it closes the stream.
+    async showCost() {
+      const cost = this.cost;
+      if (!cost || !this.runId) return;
+      this.cost = null; // an answer shows its cost once
+      try {
+        const response = await fetch(settings.runRecordUrl.replace(settings.noRun, this.runId), {
+          credentials: "same-origin",
+        });
+        if (!response.ok) throw new Error(`the server answered ${response.status}`);
+        const run = await response.json();
+        cost.textContent = run.costUsd === null ? "cost unknown (unpriced model)" : `$${formatUsd(run.costUsd)}`;
+        cost.dataset.costUsd = run.costUsd === null ? "" : String(run.costUsd);
+      } catch (_) {
+        cost.textContent = "cost not read";
+      }
+      cost.classList.add("pg-cost-done");
     }
 
     fail(message, detail) {
@@ -442,6 +472,7 @@
       }
       await readLines(response.body, (line) => turn.handle(line));
       if (!turn.ended) turn.fail("The stream ended before the answer did.");
+      else await turn.showCost();
     } catch (error) {
       const stopped = error.name === "AbortError";
       turn.fail(stopped ? "Stopped." : `The request failed: ${error.message}`);

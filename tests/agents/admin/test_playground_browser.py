@@ -5,6 +5,7 @@ against the real stream view. What each turn records is in test_playground.py.""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -16,7 +17,8 @@ from selenium.webdriver.support.select import Select
 
 from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR
-from agents.models import Agent, Run
+from agents.llm.local import MODEL_ID as LOCAL_MODEL
+from agents.models import Agent, LLMModel, Run
 from agents.services.versions import version_add
 from tests.browser import BROWSER, Page, browser_server, chrome, page  # noqa: F401 (fixtures)
 from tests.factories import CONFIGS, UserFactory
@@ -120,6 +122,35 @@ def test_a_chat_shows_the_tool_call_the_answer_and_keeps_the_thread_until_a_new_
     latest = Run.objects.filter(caller=invoker).latest("started_at")
     assert latest.thread_id not in ("", runs[0].thread_id)
     assert Run.objects.filter(caller=invoker).count() == 3
+
+
+@BROWSER
+def test_an_answers_footer_shows_its_runs_cost_once_the_run_is_recorded(
+    page: Page, invoker: Any, calculator: Agent
+) -> None:
+    # The offline model answers (LLM_OFFLINE): priced here so that its cost is not $0.
+    LLMModel.objects.filter(pk=LOCAL_MODEL).update(
+        input_usd_per_mtok=Decimal(300), output_usd_per_mtok=Decimal(900)
+    )
+    page.login(invoker)
+    page.open(playground(calculator))
+    send(page, "What is 3x5?")
+    first = answer(page, 1)
+
+    run = Run.objects.get(pk=first.get_attribute("data-run-id"))
+    assert run.cost_usd is not None
+    assert run.cost_usd > 0
+    usage = run.tokens_usage
+    expected = (usage["input_tokens"] * 300 + usage["output_tokens"] * 900) / 1_000_000
+    assert float(run.cost_usd) == pytest.approx(expected)
+    cost = first.find_element(By.CSS_SELECTOR, ".pg-meta .pg-cost.pg-cost-done")
+    assert cost.text == "$" + f"{float(run.cost_usd):.6f}".rstrip("0").rstrip(".")
+    assert float(cost.get_attribute("data-cost-usd") or 0) == pytest.approx(float(run.cost_usd))
+
+    LLMModel.objects.filter(pk=LOCAL_MODEL).update(input_usd_per_mtok=None)
+    send(page, "And 7 times 6?")
+    unpriced = answer(page, 2).find_element(By.CSS_SELECTOR, ".pg-cost.pg-cost-done")
+    assert unpriced.text == "cost unknown (unpriced model)"
 
 
 @BROWSER
