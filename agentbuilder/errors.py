@@ -39,6 +39,17 @@ class PermissionDenied(DomainError):
     status = 403
 
 
+class RateLimited(DomainError):
+    """A caller over one of its rate limits: a 429, `Retry-After` the seconds until its
+    window ends."""
+
+    status = 429
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
 @dataclass(frozen=True)
 class ErrorItem:
     loc: Loc

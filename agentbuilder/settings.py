@@ -191,6 +191,8 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": [
         "agents.access.throttling.UserRateThrottle",
         "agents.access.throttling.AnonRateThrottle",
+        # An API client's or user's own requestsPerMinute, if it has one (docs/api.md).
+        "agents.access.throttling.CallerRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "user": env.str("THROTTLE_USER_RATE", default="1200/min"),
@@ -237,6 +239,17 @@ SPECTACULAR_SETTINGS = {
 # ---------------------------------------------------------------- cache (throttling)
 
 CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
+
+# ---------------------------------------------------------------- rate limits
+
+# The requestsPerMinute and tokensPerMinute of API clients and users are counted here when it
+# names a Redis (INCRBY + EXPIRE), else in PostgreSQL (one upsert a request): either way
+# across every process (agents.access.rate_limits). By default the cache's Redis, if it is one.
+_cache_url = env.str("CACHE_URL", default="")
+RATE_LIMITS_REDIS_URL = env.str(
+    "RATE_LIMITS_REDIS_URL",
+    default=_cache_url if _cache_url.startswith(("redis://", "rediss://")) else "",
+)
 
 # ---------------------------------------------------------------- Celery
 
@@ -298,7 +311,8 @@ RUN_QUEUE_TIMEOUT_SECONDS = env.float("RUN_QUEUE_TIMEOUT_SECONDS", default=3600.
 RUN_EVENTS_TTL = env.float("RUN_EVENTS_TTL", default=86400.0)
 # Classes (dotted paths) that see every run's events and may stop a run: budgets,
 # approvals, telemetry plug in here (agents.runs.hooks).
-RUN_HOOKS = env.list("RUN_HOOKS", default=[])
+# The platform's own come first; the variable adds to them.
+RUN_HOOKS = ["agents.access.rate_limits.TokensCharged", *env.list("RUN_HOOKS", default=[])]
 # Without a broker, uploads are ingested by this many threads of the web process, after
 # the 202 answer; 0: inside the upload request (the tests, whose rows other threads
 # cannot see).

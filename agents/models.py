@@ -267,6 +267,72 @@ class LLMModel(models.Model):
         return self.id
 
 
+# Rate limits (agents.access.rate_limits, docs/api.md#rate-limits): a positive count, or
+# none. The ceiling keeps a typo (a limit of 10^12) from reading as "no limit" by accident.
+MAX_RATE_LIMIT = 10**9
+RPM_HELP = "Requests a minute to /v1, all routes together; empty: no limit."
+TPM_HELP = "Model tokens a minute of its runs; past it, new runs wait. Empty: no limit."
+
+
+def rate_limit_checks(prefix: str) -> list[models.BaseConstraint]:
+    """The bounds again in the database, for a row that skips the forms' validators."""
+    return [
+        models.CheckConstraint(
+            condition=models.Q(**{f"{field}__isnull": True})
+            | models.Q(**{f"{field}__gte": 1, f"{field}__lte": MAX_RATE_LIMIT}),
+            name=f"{prefix}_{field}_bounds",
+        )
+        for field in ("requests_per_minute", "tokens_per_minute")
+    ]
+
+
+def rate_limit_field(help_text: str) -> models.PositiveIntegerField[int | None, int | None]:
+    return models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_RATE_LIMIT)],
+        help_text=help_text,
+    )
+
+
+class UserLimits(models.Model):
+    """A person's rate limits (an API client carries its own): read with the user on every
+    request by agents.access.tokens, so a caller without a row costs nothing."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="rate_limits",
+    )
+    requests_per_minute = rate_limit_field(RPM_HELP)
+    tokens_per_minute = rate_limit_field(TPM_HELP)
+
+    class Meta:
+        verbose_name = "rate limits"
+        verbose_name_plural = "rate limits"
+        constraints = rate_limit_checks("user_limits")
+
+    def __str__(self) -> str:
+        return f"rate limits of user {self.user_id}"
+
+
+class RateWindow(models.Model):
+    """What one caller has spent in one minute (agents.access.rate_limits' PostgreSQL
+    counter): one upsert a request, the minutes before pruned at each new one."""
+
+    id = models.BigAutoField(primary_key=True)
+    key = models.CharField(max_length=100)
+    minute = models.BigIntegerField()  # Unix time // 60
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["key", "minute"], name="rate_window_once")]
+
+    def __str__(self) -> str:
+        return f"{self.key} @ minute {self.minute}: {self.count}"
+
+
 class APIClient(models.Model):
     """A machine caller: client credentials bound to a service user and an environment."""
 
@@ -281,10 +347,13 @@ class APIClient(models.Model):
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    requests_per_minute = rate_limit_field(RPM_HELP)
+    tokens_per_minute = rate_limit_field(TPM_HELP)
 
     class Meta:
         ordering = ["name"]
         verbose_name = "API client"
+        constraints = rate_limit_checks("api_client")
 
     def __str__(self) -> str:
         return f"{self.name} ({self.client_id})"

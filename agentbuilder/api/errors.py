@@ -19,7 +19,7 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from agentbuilder.errors import Conflict, DomainError, ErrorItem, Invalid
+from agentbuilder.errors import Conflict, DomainError, ErrorItem, Invalid, RateLimited
 
 BEARER_CHALLENGE = 'Bearer realm="api"'
 FORBIDDEN = "You do not have permission to perform this action."
@@ -57,6 +57,10 @@ def _handle(exc: Exception) -> Response | None:
     if isinstance(exc, Conflict) and exc.context:
         set_rollback()
         return Response({"detail": exc.detail, **exc.context}, status=exc.status)
+    if isinstance(exc, RateLimited):
+        response = _respond(exc.status, exc.detail)
+        response["Retry-After"] = str(exc.retry_after)
+        return response
     if isinstance(exc, DomainError):
         return _respond(exc.status, exc.detail)
     if isinstance(exc, Http404):

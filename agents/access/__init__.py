@@ -7,9 +7,13 @@
   every request; `authentication`: DRF's side of that check; `throttling`: callers told
   apart by address and account, and guesses at credentials counted.
 - `api_clients`: machine callers, each a service user granted in one environment.
+- `rate_limits`: the requestsPerMinute and tokensPerMinute an API client or a user may
+  carry, counted across processes.
 - `provider`: the answers to `agentbuilder.access` and `retrieval.access`, for the project
   package and the apps that never import agents.
-- `api`: POST /v1/auth/token; `admin`: the admin pages of environments and API clients.
+- `api`: POST /v1/auth/token; `admin`: the admin pages of environments and API clients, and
+  the rate limits on users' pages.
 
-The models (`Environment`, `APIClient`, guardian's permission tables) stay in agents.models.
+The models (`Environment`, `APIClient`, `UserLimits`, `RateWindow`, guardian's permission
+tables) stay in agents.models.
 """

@@ -1,6 +1,6 @@
-"""The admin of environments (each with its count of live agents) and of API clients
-(minted through the service, their secret shown once). Registered with the admin's other
-pages by agents.admin."""
+"""The admin of environments (each with its count of live agents), of API clients (minted
+through the service, their secret shown once) and of users (Django's pages, with their rate
+limits inline). Registered with the admin's other pages by agents.admin."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 from guardian.admin import GuardedModelAdmin, ReinforcedGuardedModelAdminMixin
@@ -16,11 +17,18 @@ from guardian.shortcuts import get_perms
 from agentbuilder.admin_forms import form_for_user, model_fields
 from agentbuilder.errors import PermissionDenied
 from agentbuilder.scoped_admin import EnvironmentScopedAdmin, writable
-from agentbuilder.users import request_user
-from agents.access.api_clients import IssuedClient, api_client_create
+from agentbuilder.users import User, request_user
+from agents.access.api_clients import IssuedClient, RateLimits, api_client_create
 from agents.access.permissions import Action, environments_visible, environments_with
 from agents.admin.forms import ServiceForm
-from agents.models import APIClient, Environment
+from agents.models import (
+    MAX_RATE_LIMIT,
+    RPM_HELP,
+    TPM_HELP,
+    APIClient,
+    Environment,
+    UserLimits,
+)
 from agents.webhooks.admin import rotate_webhook_secret
 
 
@@ -52,6 +60,13 @@ class APIClientAddForm(ServiceForm):
         required=False,
         help_text="Granted to the client on the environment, so for every agent in it.",
     )
+    # The model's bounds, which a form of no model fields does not check by itself.
+    requests_per_minute = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_RATE_LIMIT, help_text=RPM_HELP
+    )
+    tokens_per_minute = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_RATE_LIMIT, help_text=TPM_HELP
+    )
     issued: IssuedClient | None = None
 
     class Meta:
@@ -76,8 +91,19 @@ class APIClientAddForm(ServiceForm):
                 f"You cannot grant {', '.join(missing)} in environment '{environment.name}': "
                 "you do not hold it there."
             )
-        self.issued = api_client_create(name=data["name"], environment=environment, actions=actions)
+        self.issued = api_client_create(
+            name=data["name"],
+            environment=environment,
+            actions=actions,
+            limits=RateLimits(data["requests_per_minute"], data["tokens_per_minute"]),
+        )
         return self.issued.client
+
+
+LIMITS_FIELDSET = (
+    "Rate limits (docs/api.md#rate-limits)",
+    {"fields": ("requests_per_minute", "tokens_per_minute")},
+)
 
 
 @admin.register(APIClient)
@@ -97,8 +123,8 @@ class APIClientAdmin(EnvironmentScopedAdmin):
 
     def get_fieldsets(self, request: HttpRequest, obj: APIClient | None = None) -> Any:
         if obj is None:
-            return [(None, {"fields": ("name", "environment", "permissions")})]
-        return [(None, {"fields": ("name", "enabled", *self.readonly_fields)})]
+            return [(None, {"fields": ("name", "environment", "permissions")}), LIMITS_FIELDSET]
+        return [(None, {"fields": ("name", "enabled", *self.readonly_fields)}), LIMITS_FIELDSET]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         return self.readonly_fields if obj else ()
@@ -134,3 +160,19 @@ class APIClientAdmin(EnvironmentScopedAdmin):
     def granted(self, client: APIClient) -> str:
         held = get_perms(client.service_user, client.environment)
         return ", ".join(action.name for action in Action if action.value in held) or "-"
+
+
+class UserLimitsInline(admin.StackedInline):
+    model = UserLimits
+    can_delete = True
+    max_num = 1
+    verbose_name_plural = "rate limits (docs/api.md#rate-limits; an API client's are its own)"
+
+
+if admin.site.is_registered(User):
+    admin.site.unregister(User)  # Django's page, registered first, with the limits inline
+
+
+@admin.register(User)
+class UserAdmin(DjangoUserAdmin):
+    inlines = (*DjangoUserAdmin.inlines, UserLimitsInline)

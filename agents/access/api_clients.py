@@ -20,12 +20,24 @@ class IssuedClient:
     secret: str  # shown once; only its hash is stored
 
 
+@dataclass(frozen=True)
+class RateLimits:
+    """requestsPerMinute and tokensPerMinute (agents.access.rate_limits); None: no limit."""
+
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+
+
 @transaction.atomic
 def api_client_create(
-    *, name: str, environment: Environment, actions: Iterable[Action] = ()
+    *,
+    name: str,
+    environment: Environment,
+    actions: Iterable[Action] = (),
+    limits: RateLimits = RateLimits(),
 ) -> IssuedClient:
     """Register a machine caller with its own service user, granted `actions` on the
-    environment. The secret is returned once and stored only as a hash."""
+    environment, under `limits`. The secret is returned once and stored only as a hash."""
     client_id = f"abc_{secrets.token_hex(8)}"
     secret = secrets.token_urlsafe(32)
     user = get_user_model().objects.create_user(username=f"svc-{client_id}", password=None)
@@ -35,6 +47,8 @@ def api_client_create(
         secret_hash=make_password(secret),
         service_user=user,
         environment=environment,
+        requests_per_minute=limits.requests_per_minute,
+        tokens_per_minute=limits.tokens_per_minute,
     )
     for action in actions:
         grant(user, action, environment)

@@ -1,7 +1,8 @@
 """Throttles that know who is calling: the client's address trusts forwarding headers only
 from the proxies the operator listed (TRUSTED_PROXIES), and wrong credentials are counted
 per account as well as per address, so neither a forged X-Forwarded-For nor a pool of
-addresses buys more guesses at one password.
+addresses buys more guesses at one password. Beside them, the rate limits an API client or
+a user may carry (CallerRateThrottle).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from django.conf import settings
 from rest_framework import throttling
 from rest_framework.exceptions import Throttled
 from rest_framework.request import Request
+
+from agents.access.rate_limits import caller_limits, request_admit
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -66,6 +69,23 @@ class AnonRateThrottle(AddressMixin, throttling.AnonRateThrottle):
 
 class ScopedRateThrottle(AddressMixin, throttling.ScopedRateThrottle):
     """Per address (or user) and the view's `throttle_scope`."""
+
+
+class CallerRateThrottle(throttling.BaseThrottle):
+    """The requestsPerMinute of the API client or user calling, counted across processes
+    (agents.access.rate_limits); nothing to do for a caller without one, and a request
+    without a user is the address throttles' to count."""
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        user = request.user
+        if user is None or not user.is_authenticated:
+            return True
+        limits = caller_limits(user)
+        if limits is not None:
+            # Raises RateLimited rather than answering False: its 429 names the limit, and
+            # its Retry-After is the window's end, not DRF's guess from a history.
+            request_admit(limits)
+        return True
 
 
 class AccountThrottle(throttling.SimpleRateThrottle):

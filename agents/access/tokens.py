@@ -22,7 +22,7 @@ from agentbuilder.db import columns_sql, one_row
 from agentbuilder.errors import PermissionDenied
 from agentbuilder.users import User
 from agents.access.environments import DEFAULT_ENVIRONMENT
-from agents.models import APIClient, Environment
+from agents.models import APIClient, Environment, UserLimits
 
 
 @dataclass(frozen=True)
@@ -84,22 +84,24 @@ def credentials_current(claims: Claims, user: User) -> bool:
 
 
 def token_holder(claims: Claims) -> User | None:
-    """The active user a token was issued to, with its API client if it has one, or None
-    (gone, disabled, or a disabled client: it loses its tokens at once, not when they
-    expire). Read on every request, from one statement written once: the ORM's form of it
-    cost a millisecond of Python a request to build.
+    """The active user a token was issued to, with its API client and its rate limits if it
+    has them, or None (gone, disabled, or a disabled client: it loses its tokens at once,
+    not when they expire). Read on every request, from one statement written once: the
+    ORM's form of it cost a millisecond of Python a request to build.
 
     The same statement reads the token's environment (its claim, else `default`), which
     nearly every request resolves next: `user.token_environment`, None when it is gone
     (agents.access.environments.environment_resolve then says so)."""
     users = get_user_model()
     params = [_claimed_environment(claims), DEFAULT_ENVIRONMENT, claims.user_id]
-    shapes = (users, ("client__", APIClient), ("env__", Environment))
+    shapes = (users, ("client__", APIClient), ("env__", Environment), ("limits__", UserLimits))
     found = one_row(_holder_sql(), params, *shapes)
     if found is None:
         return None
-    user, client, environment = found
+    user, client, environment, limits = found
     users.api_client.related.set_cached_value(user, client)
+    # Its rate limits too, row or none: the throttle reads them on every request.
+    users.rate_limits.related.set_cached_value(user, limits)
     user.token_environment = environment
     return user
 
@@ -123,14 +125,17 @@ def _holder_sql() -> str:
     user_table = quote(get_user_model()._meta.db_table)
     client_table = quote(APIClient._meta.db_table)
     env_table = quote(Environment._meta.db_table)
+    limits_table = quote(UserLimits._meta.db_table)
     service_user = column(APIClient, "service_user_id")
+    limits_user = column(UserLimits, "user_id")
     env_id, env_name = column(Environment, "id"), column(Environment, "name")
     # Table and column names from the models' metadata; the values are parameters.
     return f"""
         SELECT {columns_sql(get_user_model(), "u")}, {columns_sql(APIClient, "c", "client__")},
-            {columns_sql(Environment, "e", "env__")}
+            {columns_sql(Environment, "e", "env__")}, {columns_sql(UserLimits, "l", "limits__")}
         FROM {user_table} u
         LEFT JOIN {client_table} c ON c.{service_user} = u.id
+        LEFT JOIN {limits_table} l ON l.{limits_user} = u.id
         LEFT JOIN {env_table} e ON e.{env_id} = COALESCE(
             %s::uuid, (SELECT d.{env_id} FROM {env_table} d WHERE d.{env_name} = %s)
         )

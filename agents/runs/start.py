@@ -19,6 +19,7 @@ from agentbuilder import liveness
 from agentbuilder.db import insert_new
 from agentbuilder.errors import DomainError, ErrorItem, Invalid
 from agentbuilder.users import User
+from agents.access.rate_limits import Limits, caller_limits, tokens_admit
 from agents.configs import NamedTool, TaskAgentConfig, ToolAgentConfig
 from agents.llm.base import Message
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
@@ -63,6 +64,8 @@ class Invocation:
     # A resumed run: the events and steps of its turns before, which this one continues.
     events_before: int = 0
     steps_before: list[dict[str, Any]] = field(default_factory=list)
+    # The caller's rate limits, which its tokens are charged to (agents.access.rate_limits).
+    limits: Limits | None = None
 
     @property
     def answered_by(self) -> str:
@@ -74,7 +77,9 @@ def invocation_start(request: RunRequest) -> Invocation:
 
     Raises CallTooDeep, NotFound or PermissionDenied before any run exists; after that,
     DomainError (wrong agent type) or Invalid, carrying `run_id`, with the run left `failed`.
+    RateLimited, before anything, while the caller's tokens of the minute are spent.
     """
+    _admitted(request)
     call_depth, target = _checked(request)
     history = thread_history(
         agent_id=target.agent_id, caller=request.user, thread_id=request.thread_id
@@ -88,6 +93,7 @@ def invocation_queue(request: RunRequest) -> uuid.UUID:
     """Check the call as `invocation_start` does, raising the same errors, and open its run
     `queued`, pinned to the version it resolved, with the request kept on its row for the
     worker that takes it (`invocation_claimed`). Nothing runs here."""
+    _admitted(request)
     call_depth, target = _checked(request)
     run = _run(request, target)
     run.status = RunStatus.QUEUED
@@ -122,6 +128,14 @@ def queue_lease_expiry() -> datetime:
     """Until when a queued run's message is trusted to reach a worker: past it, any live
     process hands the run to a worker again (agents.runs.background)."""
     return timezone.now() + timedelta(seconds=float(settings.RUN_QUEUE_LEASE_SECONDS))
+
+
+def _admitted(request: RunRequest) -> None:
+    """A new run waits while its caller's tokensPerMinute is spent. A queued run a worker
+    claims, or a run resumed by a decision, was admitted already."""
+    limits = caller_limits(request.user)
+    if limits is not None:
+        tokens_admit(limits)
 
 
 def _checked(request: RunRequest) -> tuple[CallDepth, RunTarget]:
@@ -169,6 +183,7 @@ def _opened(
     invocation = Invocation(
         run.pk, run.response_id, spec, run_input, target.agent_name, target.version_number
     )
+    invocation.limits = caller_limits(request.user)
     if run_input.can_pause:
         invocation.request = request
     leases.run_opened(run.pk, invocation)

@@ -72,7 +72,14 @@ from agentbuilder.api.negotiation import JsonAnswers
 from agentbuilder.api.parsers import RequestTooLarge, check_text
 from agentbuilder.api.views import ENVIRONMENT, AsyncApiView
 from agentbuilder.db import in_db
-from agentbuilder.errors import Conflict, DomainError, Invalid, NotFound, PermissionDenied
+from agentbuilder.errors import (
+    Conflict,
+    DomainError,
+    Invalid,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+)
 from agents.access.environments import environment_public
 from agents.access.permissions import Action
 from agents.configs import config_parse
@@ -693,7 +700,7 @@ def _open_run(
         raise invalid_params([(locate(("body", "inputs")), exc.message)]) from None
     except CallTooDeep as exc:  # the request as a whole (its call-depth header), not a param
         raise InvalidRequestError(f"Invalid request: {exc.detail}") from None
-    except (NotFound, PermissionDenied):
+    except (NotFound, PermissionDenied, RateLimited):  # the REST API's 404, 403, 429
         raise
     except DomainError as exc:  # a guardrail of the agent's config is no longer available
         raise InternalError(exc.detail) from None

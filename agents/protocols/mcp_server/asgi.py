@@ -19,7 +19,9 @@ Then the body, read here (within the SDK's own size limit) and handed on to it u
 is held to agents.protocols.mcp_server.envelope: bounded echoed fields, storable text. A
 `notifications/cancelled` is acted on here, before the SDK acknowledges it: the SDK tracks
 requests within one stateless exchange only and drops it, while the run it names may be
-running in any process (agents.protocols.mcp_server.server.cancel_requested).
+running in any process (agents.protocols.mcp_server.server.cancel_requested). A
+`tools/call` from a caller whose tokensPerMinute is spent is refused here too, a 429 as
+the throttles answer (agents.access.rate_limits).
 
 Stateless: every POST stands alone (no `Mcp-Session-Id`), so the web tier keeps no state
 of its own and any worker of any host can answer any request (docs/architecture.md#decisions).
@@ -57,9 +59,10 @@ from agentbuilder.api.errors import BEARER_CHALLENGE, exception_handler
 from agentbuilder.api.middleware import max_body_bytes
 from agentbuilder.api.parsers import check_text
 from agentbuilder.db import in_db
-from agentbuilder.errors import DomainError, Invalid
+from agentbuilder.errors import DomainError, Invalid, RateLimited
 from agents.access.authentication import BearerTokenAuthentication
 from agents.access.environments import environment_resolve
+from agents.access.rate_limits import caller_limits, tokens_admit
 from agents.protocols.mcp_server.envelope import Refusal, refusal
 from agents.protocols.mcp_server.request import Caller
 from agents.protocols.mcp_server.server import (
@@ -199,6 +202,19 @@ def envelope_refusal(message: object) -> Refusal | None:
     return None if message is UNREAD else refusal(message)
 
 
+def starts_run(message: object) -> bool:
+    return isinstance(message, dict) and message.get("method") == "tools/call"
+
+
+async def tokens_left(caller: Caller) -> None:
+    """A call that would start a run is refused as the throttles refuse, a 429 before the
+    session sees it, while the caller's tokensPerMinute is spent; no work without one (the
+    limits came with the user). Raises RateLimited."""
+    limits = caller_limits(caller.user)
+    if limits is not None and limits.tokens_per_minute is not None:
+        await in_db(tokens_admit)(limits)
+
+
 def cancel_params(message: object) -> object | None:
     """The params of a `notifications/cancelled` (parsed); None for any other body."""
     if not isinstance(message, dict) or message.get("method") != "notifications/cancelled":
@@ -280,6 +296,12 @@ class McpEndpoint:
             if found is not None:
                 await refuse_message(found, send)
                 return
+            if starts_run(message):
+                try:
+                    await tokens_left(caller)
+                except RateLimited as exc:
+                    await refuse(exc, send, request)
+                    return
             cancel = cancel_params(message)
             if cancel is not None:  # then the SDK acknowledges it, as any notification
                 await in_db(cancel_requested)(caller, cancel)
