@@ -20,6 +20,9 @@ class DomainError(Exception):
         super().__init__(detail)
         self.detail = detail
         self.run_id: Any = None  # set when the refusal was recorded as a failed run
+        # What the answer carries beside `detail` (a gate's failing cases, a spent budget),
+        # camelCase.
+        self.context: dict[str, Any] = {}
 
 
 class NotFound(DomainError):
@@ -31,7 +34,6 @@ class Conflict(DomainError):
 
     def __init__(self, detail: str, **context: Any) -> None:
         super().__init__(detail)
-        # What the answer carries beside `detail` (a gate's failing cases), camelCase.
         self.context = context
 
 

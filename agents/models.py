@@ -952,3 +952,131 @@ class AliasGate(models.Model):
 
     def __str__(self) -> str:
         return f"gate of {self.name}"
+
+
+# ---------------------------------------------------------------- budgets
+# What a scope may spend in a period, and what it has spent (docs/api.md#budgets,
+# agents.budgets).
+
+
+class BudgetScope(models.TextChoices):
+    ENVIRONMENT = "environment"  # every run in the environment
+    AGENT = "agent"
+    USER = "user"  # the runs a user calls, in the budget's environment
+    API_CLIENT = "apiClient"  # the runs an API client calls (its service user's)
+
+
+class BudgetPeriod(models.TextChoices):
+    DAY = "day"  # from 00:00 UTC
+    MONTH = "month"  # from the 1st, 00:00 UTC
+
+
+class BudgetAction(models.TextChoices):
+    BLOCK = "block"  # refuse runs (402) and stop them between model calls
+    WARN = "warn"  # only warn, at 80 % and 100 %
+
+
+class Budget(models.Model):
+    """A limit on what a scope of an environment spends per period, in USD, tokens or both."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    environment = models.ForeignKey(Environment, on_delete=models.CASCADE, related_name="budgets")
+    scope = models.CharField(max_length=20, choices=BudgetScope.choices)
+    # The scope's object (none for the environment itself): exactly the one its scope names.
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="budgets"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="budgets",
+    )
+    api_client = models.ForeignKey(
+        APIClient, null=True, blank=True, on_delete=models.CASCADE, related_name="budgets"
+    )
+    period = models.CharField(max_length=10, choices=BudgetPeriod.choices)
+    limit_usd = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    limit_tokens = models.BigIntegerField(null=True, blank=True)
+    action = models.CharField(max_length=10, choices=BudgetAction.choices)
+    description = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    modified_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["environment", "scope"], name="budget_by_environment")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(limit_usd__isnull=False) | models.Q(limit_tokens__isnull=False),
+                name="budget_has_a_limit",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(limit_usd__isnull=True) | models.Q(limit_usd__gt=0),
+                name="budget_usd_positive",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(limit_tokens__isnull=True) | models.Q(limit_tokens__gt=0),
+                name="budget_tokens_positive",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(
+                        scope="environment",
+                        agent__isnull=True,
+                        user__isnull=True,
+                        api_client__isnull=True,
+                    )
+                    | models.Q(
+                        scope="agent",
+                        agent__isnull=False,
+                        user__isnull=True,
+                        api_client__isnull=True,
+                    )
+                    | models.Q(
+                        scope="user",
+                        agent__isnull=True,
+                        user__isnull=False,
+                        api_client__isnull=True,
+                    )
+                    | models.Q(
+                        scope="apiClient",
+                        agent__isnull=True,
+                        user__isnull=True,
+                        api_client__isnull=False,
+                    )
+                ),
+                name="budget_scope_names_its_object",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope} budget per {self.period} ({self.action})"
+
+
+class BudgetSpend(models.Model):
+    """What a budget's scope spent in one period: charged after each model call by one
+    atomic statement (agents.budgets.gate), so concurrent runs lose no charge; each warning
+    is claimed by the one statement that sets its time."""
+
+    id = models.BigAutoField(primary_key=True)
+    budget = models.ForeignKey(Budget, on_delete=models.CASCADE, related_name="spends")
+    period_start = models.DateField()  # UTC
+    spent_usd = models.DecimalField(max_digits=18, decimal_places=10, default=0)
+    spent_tokens = models.BigIntegerField(default=0)
+    # When the warning at 80 % and at 100 % was sent this period (null: not yet).
+    warned_80_at = models.DateTimeField(null=True, blank=True)
+    warned_100_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-period_start"]
+        constraints = [
+            models.UniqueConstraint(fields=["budget", "period_start"], name="budget_spend_period")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.budget_id} from {self.period_start}"

@@ -72,6 +72,9 @@ BEHAVIOUR_SUITES: dict[str, str] = {
     "agents/evals/test_eval_command.py": (
         "`manage.py agents eval`: an experiment run by the command, its JUnit report, exit 1"
     ),
+    "agents/budgets/test_concurrency.py": (
+        "budgets under concurrent runs on a live server: the gate, the counter and the API"
+    ),
     # tests/agents: the REST API and its routes end to end
     "agents/api/test_alias_delete_committed.py": (
         "aliases' delete in a committed transaction: API, service and the database's constraint"

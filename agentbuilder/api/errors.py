@@ -19,7 +19,7 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from agentbuilder.errors import Conflict, DomainError, ErrorItem, Invalid, RateLimited
+from agentbuilder.errors import DomainError, ErrorItem, Invalid, RateLimited
 
 BEARER_CHALLENGE = 'Bearer realm="api"'
 FORBIDDEN = "You do not have permission to perform this action."
@@ -54,7 +54,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 def _handle(exc: Exception) -> Response | None:
     if isinstance(exc, Invalid):
         return _respond(400, [e.as_dict() for e in exc.errors])
-    if isinstance(exc, Conflict) and exc.context:
+    if isinstance(exc, DomainError) and exc.context:
         set_rollback()
         return Response({"detail": exc.detail, **exc.context}, status=exc.status)
     if isinstance(exc, RateLimited):

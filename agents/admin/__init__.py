@@ -10,6 +10,7 @@ from agents.admin import (
     usage,
     versions,
 )
+from agents.budgets import admin as budgets  # registers Budget's admin, with progress bars
 from agents.evals import admin as evals  # registers Dataset's admin
 from agents.mcp_registry import admin as mcp_registry  # registers McpServer's admin
 from agents.schedules import admin as schedules  # registers Schedule's admin
@@ -21,6 +22,7 @@ __all__ = [
     "access",
     "agents",
     "approvals",
+    "budgets",
     "evals",
     "llm_models",
     "mcp_registry",

@@ -2,6 +2,7 @@ from django.urls import path
 
 from agents.access.api import TokenView
 from agents.api import agents, aliases, catalogs, runs, usage, versions
+from agents.budgets import urls as budgets
 from agents.evals import urls as evals
 from agents.mcp_registry import urls as mcp_registry
 from agents.protocols.chat_completions import urls as chat_completions
@@ -52,6 +53,7 @@ urlpatterns = [
         name="alias-detail",
     ),
     *webhooks.urlpatterns,  # /webhook-secret, /agents/{id}/webhooks
+    *budgets.urlpatterns,  # /budgets
     # The protocols' routes, each in its own package (docs/architecture.md#request-path).
     *chat_completions.urlpatterns,
     *openai.urlpatterns,

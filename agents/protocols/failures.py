@@ -8,11 +8,13 @@ from agents.runtime.failures import FailureCode
 
 
 def failure_status(code: FailureCode) -> int:
-    """The client's fault is a 400, a model that timed out a 504, anything else the model,
-    a tool or the platform did a 502."""
+    """The client's fault is a 400, a spent budget a 402 (as the refusal before a run), a
+    model that timed out a 504, anything else the model, a tool or the platform did a 502."""
     match code:
         case FailureCode.INVALID_REQUEST | FailureCode.TEMPLATE_LIMIT | FailureCode.CALL_TOO_DEEP:
             return 400
+        case FailureCode.BUDGET_EXCEEDED:
+            return 402
         case FailureCode.FORBIDDEN:
             return 403
         case FailureCode.PROVIDER_TIMEOUT:

@@ -20,6 +20,8 @@ from agentbuilder.db import insert_new
 from agentbuilder.errors import DomainError, ErrorItem, Invalid
 from agentbuilder.users import User
 from agents.access.rate_limits import Limits, caller_limits, tokens_admit
+from agents.budgets.gate import BudgetExceeded, BudgetGate, budget_check
+from agents.budgets.limits import BudgetLimits
 from agents.configs import NamedTool, TaskAgentConfig, ToolAgentConfig
 from agents.llm.base import Message
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
@@ -75,18 +77,20 @@ class Invocation:
 def invocation_start(request: RunRequest) -> Invocation:
     """Check the call, open its run and build the runtime spec.
 
-    Raises CallTooDeep, NotFound or PermissionDenied before any run exists; after that,
-    DomainError (wrong agent type) or Invalid, carrying `run_id`, with the run left `failed`.
-    RateLimited, before anything, while the caller's tokens of the minute are spent.
+    Raises CallTooDeep, NotFound, PermissionDenied or BudgetExceeded (a spent budget) before
+    any run exists; after that, DomainError (wrong agent type) or Invalid, carrying
+    `run_id`, with the run left `failed`. RateLimited, before anything, while the caller's
+    tokens of the minute are spent.
     """
     _admitted(request)
     call_depth, target = _checked(request)
+    budgets = _budgets(request, target)
     history = thread_history(
         agent_id=target.agent_id, caller=request.user, thread_id=request.thread_id
     )
     run = _run(request, target)
     insert_new(run)
-    return _opened(request, target, run, history, call_depth)
+    return _opened(request, target, run, history, call_depth, budgets)
 
 
 def invocation_queue(request: RunRequest) -> uuid.UUID:
@@ -95,6 +99,7 @@ def invocation_queue(request: RunRequest) -> uuid.UUID:
     worker that takes it (`invocation_claimed`). Nothing runs here."""
     _admitted(request)
     call_depth, target = _checked(request)
+    _budgets(request, target)  # refused now; the worker that takes it reads them again
     run = _run(request, target)
     run.status = RunStatus.QUEUED
     run.queued_at = timezone.now()
@@ -115,13 +120,17 @@ def invocation_claimed(run: Run, request: RunRequest) -> Invocation:
     the version is checked again, as it stands now; a refusal fails the run."""
     try:
         call_depth, target = _checked(request)
+        budgets = _budgets(request, target)
+    except BudgetExceeded as exc:  # spent while it was queued or waited for approvals
+        _fail(run, exc.code, exc.detail)
+        raise
     except DomainError as exc:  # NotFound, PermissionDenied, CallTooDeep
         _fail(run, FailureCode.INVALID_REQUEST, str(exc))
         raise
     history = thread_history(
         agent_id=target.agent_id, caller=request.user, thread_id=request.thread_id
     )
-    return _opened(request, target, run, history, call_depth)
+    return _opened(request, target, run, history, call_depth, budgets)
 
 
 def queue_lease_expiry() -> datetime:
@@ -155,6 +164,13 @@ def _checked(request: RunRequest) -> tuple[CallDepth, RunTarget]:
     return call_depth, target
 
 
+def _budgets(request: RunRequest, target: RunTarget) -> tuple[BudgetLimits, ...]:
+    """The budgets that apply to the run. Raises BudgetExceeded (a 402) for a spent one."""
+    return budget_check(
+        environment_id=target.environment_id, agent_id=target.agent_id, user_id=request.user.pk
+    )
+
+
 def _run(request: RunRequest, target: RunTarget) -> Run:
     return Run(
         agent_id=target.agent_id,
@@ -177,9 +193,12 @@ def _opened(
     run: Run,
     history: tuple[Message, ...],
     call_depth: CallDepth,
+    budgets: tuple[BudgetLimits, ...],
 ) -> Invocation:
     leases.run_inserted(run.pk)
     spec, run_input = _prepared(request, target, run, history, call_depth)
+    if budgets:  # a run no budget applies to has no gate, and pays nothing for one
+        run_input = replace(run_input, spend=BudgetGate(budgets))
     invocation = Invocation(
         run.pk, run.response_id, spec, run_input, target.agent_name, target.version_number
     )

@@ -14,6 +14,7 @@ class FailureCode(StrEnum):
     TEMPLATE_LIMIT = "template_limit"  # a task's template went over a limit with these inputs
     CALL_TOO_DEEP = "call_too_deep"  # past MAX_AGENT_DEPTH in a chain of agents calling agents
     FORBIDDEN = "forbidden"  # a schedule's owner may no longer run the agent (agents.schedules)
+    BUDGET_EXCEEDED = "budget_exceeded"  # a blocking budget that applies is spent (agents.budgets)
     # What the agent or a part it depends on did.
     UNSUPPORTED = "unsupported"  # the agent's type, or the run lacks what the type needs
     PROVIDER_ERROR = "provider_error"  # the model provider failed after its own retries

@@ -106,7 +106,7 @@ class RunInput:
     can_pause: bool = False
     resume: Resume | None = None
     # What may stop the run between model calls and is told what each costs: the budgets
-    # that apply to it (agents.runs.budgets). None: nothing to enforce.
+    # that apply to it (agents.budgets.gate). None: nothing to enforce.
     spend: SpendGate | None = None
 
 

@@ -27,6 +27,7 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from agentbuilder.errors import DomainError, Invalid, NotFound, PermissionDenied
+from agents.budgets.gate import BudgetExceeded
 from agents.models import Run, RunStatus, Schedule
 from agents.runs.background import run_queue
 from agents.runtime.failures import FailureCode
@@ -65,6 +66,9 @@ def schedule_fire(*, schedule_id: uuid.UUID) -> uuid.UUID | None:
         run_id = run_queue(request)
     except (NotFound, PermissionDenied) as exc:
         _refused(schedule, exc.detail)
+        return None
+    except BudgetExceeded as exc:  # no run: a budget of its agent or owner is spent
+        _outcome(schedule, {"code": exc.code.value, "message": exc.detail})
         return None
     except (Invalid, DomainError) as exc:  # the run `failed` with the reason (or, its
         # webhook's address refused now, never written)

@@ -7,9 +7,8 @@ from enum import StrEnum
 
 
 class WebhookEvent(StrEnum):
-    """The run's ends, its waits for approvals and experiments' ends fire today; budgets'
-    warning is named for the feature that will send it, so a subscription to it is
-    accepted now."""
+    """A run's ends and its waits for approvals, a budget's warnings at 80 % and 100 %
+    (agents.budgets.warnings), an experiment's end."""
 
     RUN_COMPLETED = "run.completed"
     RUN_FAILED = "run.failed"

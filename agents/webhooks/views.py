@@ -27,8 +27,8 @@ WEBHOOK_ID = OpenApiParameter(
 )
 EVENTS_DOC = (
     "The events sent to `url`: `run.completed`, `run.failed`, `run.canceled` (the default: "
-    "all three), `run.awaiting_approval` (a run waits for approvals), and `budget.warning`, "
-    "`experiment.completed`, which later features send."
+    "all three), `run.awaiting_approval` (a run waits for approvals), `budget.warning` (a "
+    "budget at 80 % and 100 %) and `experiment.completed`."
 )
 
 

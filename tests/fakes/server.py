@@ -165,6 +165,8 @@ class FakeServer:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # socketserver's backlog of 5 refuses a burst of clients (runs calling the model at once).
+    request_queue_size = 128
     fake: FakeServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:

@@ -82,6 +82,7 @@ from agentbuilder.errors import (
 )
 from agents.access.environments import environment_public
 from agents.access.permissions import Action
+from agents.budgets.gate import BudgetExceeded
 from agents.configs import config_parse
 from agents.models import RUN_ENDED, Agent, AgentVersion, Run, RunStatus
 from agents.protocols.a2a.card import agent_card, card_json, extended_card
@@ -700,6 +701,9 @@ def _open_run(
         raise invalid_params([(locate(("body", "inputs")), exc.message)]) from None
     except CallTooDeep as exc:  # the request as a whole (its call-depth header), not a param
         raise InvalidRequestError(f"Invalid request: {exc.detail}") from None
+    except BudgetExceeded as exc:  # no task: a budget is spent (a 402 on the HTTP routes)
+        data = {"code": exc.code.value, **exc.context}
+        raise InvalidRequestError(f"Budget exceeded: {exc.detail}", data=data) from None
     except (NotFound, PermissionDenied, RateLimited):  # the REST API's 404, 403, 429
         raise
     except DomainError as exc:  # a guardrail of the agent's config is no longer available

@@ -16,6 +16,7 @@ from agents.runtime.failures import FailureCode
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "invalid_request_error",
+    402: "insufficient_quota",  # a spent budget: OpenAI's type for a spent quota
     403: "permission_error",
     404: "invalid_request_error",
     405: "invalid_request_error",
@@ -23,7 +24,12 @@ ERROR_TYPES = {
     415: "invalid_request_error",
     429: "rate_limit_error",
 }
-ERROR_CODES = {401: "invalid_api_key", 403: "permission_denied", 429: "rate_limit_exceeded"}
+ERROR_CODES = {
+    401: "invalid_api_key",
+    402: "budget_exceeded",
+    403: "permission_denied",
+    429: "rate_limit_exceeded",
+}
 
 
 class OpenAIErrorObject(BaseModel):

@@ -33,6 +33,7 @@ from agentbuilder.errors import (
     NotFound,
     PermissionDenied,
 )
+from agents.budgets.gate import BudgetExceeded
 from agents.protocols.mcp_server.encoder import (
     ResultEncoder,
     failed_result,
@@ -133,6 +134,8 @@ async def call_tool(
         return invalid_result(located_in_arguments(exc), run_id_of(exc))
     except CallTooDeep as exc:  # the calling agent's model reads why
         return failed_result(CallTooDeep.code, exc.detail)
+    except BudgetExceeded as exc:  # no run: a budget is spent
+        return failed_result(BudgetExceeded.code, exc.detail)
     except Conflict as exc:  # decided already, or the run waits no more
         return failed_result(FailureCode.INVALID_REQUEST, exc.detail)
     except DomainError as exc:

@@ -14,6 +14,7 @@ __all__ = ["ERROR_CODES", "error_message", "error_response", "failure_status"]
 ERROR_CODES = {
     400: "invalid_request",
     401: "unauthenticated",
+    402: "budget_exceeded",
     403: "permission_denied",
     404: "not_found",
     405: "method_not_allowed",

@@ -1,0 +1,205 @@
+"""Budgets on the run path (docs/architecture.md#budgets): the refusal before a run opens,
+and the gate between its model calls (agents.runtime.spec.SpendGate).
+
+Safe under concurrency by an atomic counter, not reservations: each model call's usage is
+added to every applicable budget's row of the period by one upsert, and before each call a
+run reads those rows again. A run therefore starts a call only while its budgets are not
+spent, and once they are, each run in flight can have been charged for at most the one call
+it had started: together, runs overshoot a budget by at most one model call each.
+
+A run that no budget applies to gets no gate: its whole cost is the one indexed read at its
+start (`budget_check`).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from django.db import IntegrityError, connection
+
+from agentbuilder.db import in_db
+from agentbuilder.errors import DomainError
+from agents.budgets.limits import WARN_AT, BudgetLimits, Spent
+from agents.budgets.periods import period_start
+from agents.budgets.warnings import budget_warning_send
+from agents.llm.base import Usage
+from agents.models import APIClient, Budget, BudgetSpend
+from agents.runtime.failures import FailureCode
+from agents.runtime.spec import RunFailure
+
+logger = logging.getLogger(__name__)
+
+
+class BudgetExceeded(DomainError):
+    """A run refused before it opened: a blocking budget that applies to it is spent. A
+    402 whose body carries the budget beside `detail`; no run is left behind."""
+
+    status = 402
+    code = FailureCode.BUDGET_EXCEEDED
+
+    def __init__(self, limits: BudgetLimits, spent: Spent) -> None:
+        super().__init__(limits.spent_message(spent))
+        start = period_start(limits.period)
+        self.context = {"budget": limits.as_json(spent, start)}
+
+
+def budget_check(
+    *, environment_id: uuid.UUID, agent_id: uuid.UUID, user_id: Any
+) -> tuple[BudgetLimits, ...]:
+    """The budgets that apply to a run of `agent_id` called by `user_id` (the environment's,
+    the agent's, the user's, and its API client's if it is one), read with this period's
+    spend in one statement. Raises BudgetExceeded for a blocking one that is spent."""
+    now = datetime.now(UTC)
+    params = {
+        "environment": environment_id,
+        "agent": agent_id,
+        "user": user_id,
+        "day": period_start("day", now),
+        "month": period_start("month", now),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_applying_sql(), params)
+        rows = cursor.fetchall()
+    applying = []
+    for row in rows:
+        limits = BudgetLimits(
+            id=row[0],
+            environment_id=environment_id,
+            scope=row[1],
+            target=None if row[2] is None else str(row[2]),
+            period=row[3],
+            limit_usd=row[4],
+            limit_tokens=row[5],
+            action=row[6],
+        )
+        spent = Spent(row[7], row[8])
+        if limits.blocks and limits.spent_out(spent):
+            raise BudgetExceeded(limits, spent)
+        applying.append(limits)
+    return tuple(applying)
+
+
+class BudgetGate:
+    """The spend gate of a run that budgets apply to: before each model call the blocking
+    ones are read again (one small statement) and a spent one ends the run
+    `budget_exceeded`; after each call its usage is charged to all of them."""
+
+    def __init__(self, budgets: Sequence[BudgetLimits]) -> None:
+        self.budgets = tuple(sorted(budgets, key=lambda b: b.id))  # one lock order for all
+        self.blocking = tuple(b for b in self.budgets if b.blocks)
+
+    async def before_call(self) -> None:
+        if not self.blocking:
+            return
+        spent = await in_db(spent_now)(self.blocking)
+        for limits in self.blocking:
+            found = spent.get(limits.id, Spent())
+            if limits.spent_out(found):
+                raise RunFailure(FailureCode.BUDGET_EXCEEDED, limits.spent_message(found))
+
+    async def after_call(self, model: str, usage: Usage, cost_usd: float | None) -> None:
+        tokens = usage.input_tokens + usage.output_tokens
+        # Unpriced (None): its tokens count, its dollars are unknown and count nothing.
+        usd = Decimal(str(cost_usd)) if cost_usd else Decimal(0)
+        if tokens or usd:
+            await in_db(charge)(self.budgets, usd, tokens)
+
+
+def spent_now(budgets: Sequence[BudgetLimits]) -> dict[uuid.UUID, Spent]:
+    """This period's spend of each budget (none yet: absent)."""
+    ids, starts = _periods(budgets)
+    with connection.cursor() as cursor:
+        cursor.execute(_spent_sql(), {"budgets": ids, "starts": starts})
+        return {row[0]: Spent(row[1], row[2]) for row in cursor.fetchall()}
+
+
+def charge(budgets: Sequence[BudgetLimits], usd: Decimal, tokens: int) -> None:
+    """Add one model call's cost and tokens to each budget's row of its period (made if
+    new), in one statement; then send the warnings this call made due, each claimed by one
+    process only."""
+    ids, starts = _periods(budgets)
+    params: dict[str, Any] = {"budgets": ids, "starts": starts, "usd": usd, "tokens": tokens}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(_charge_sql(), params)
+            rows = cursor.fetchall()
+    except IntegrityError:  # a budget deleted by a statement running alongside this one
+        logger.info("budgets %s: one was deleted during the charge; not charged", ids)
+        return
+    by_id = {b.id: b for b in budgets}
+    for spend_id, budget_id, start, spent_usd, spent_tokens, warned_80, warned_100 in rows:
+        limits, spent = by_id[budget_id], Spent(spent_usd, spent_tokens)
+        percent = limits.used(spent) * 100
+        for threshold, warned in zip(WARN_AT, (warned_80, warned_100), strict=True):
+            if warned is None and percent >= threshold:
+                budget_warning_send(
+                    limits=limits, spend_id=spend_id, start=start, spent=spent, threshold=threshold
+                )
+
+
+def _periods(budgets: Sequence[BudgetLimits]) -> tuple[list[uuid.UUID], list[Any]]:
+    now = datetime.now(UTC)
+    return [b.id for b in budgets], [period_start(b.period, now) for b in budgets]
+
+
+def _tables() -> dict[str, str]:
+    quote = connection.ops.quote_name
+    return {
+        "budgets": quote(Budget._meta.db_table),
+        "spends": quote(BudgetSpend._meta.db_table),
+        "clients": quote(APIClient._meta.db_table),
+    }
+
+
+@functools.cache
+def _applying_sql() -> str:
+    t = _tables()
+    # Table names from the models' metadata; every value is a parameter.
+    return f"""
+        SELECT b.id, b.scope, COALESCE(b.agent_id::text, b.user_id::text, b.api_client_id::text),
+            b.period, b.limit_usd, b.limit_tokens, b.action,
+            COALESCE(s.spent_usd, 0), COALESCE(s.spent_tokens, 0)
+        FROM {t["budgets"]} b
+        LEFT JOIN {t["spends"]} s ON s.budget_id = b.id
+            AND s.period_start = CASE b.period WHEN 'day' THEN %(day)s ELSE %(month)s END
+        WHERE b.environment_id = %(environment)s
+          AND (b.scope = 'environment' OR b.agent_id = %(agent)s OR b.user_id = %(user)s
+               OR b.api_client_id IN (
+                   SELECT c.id FROM {t["clients"]} c WHERE c.service_user_id = %(user)s))
+        ORDER BY b.id
+    """  # noqa: S608
+
+
+@functools.cache
+def _spent_sql() -> str:
+    t = _tables()
+    return f"""
+        SELECT s.budget_id, s.spent_usd, s.spent_tokens
+        FROM {t["spends"]} s
+        JOIN unnest(%(budgets)s::uuid[], %(starts)s::date[]) AS p(budget_id, start)
+            ON s.budget_id = p.budget_id AND s.period_start = p.start
+    """  # noqa: S608
+
+
+@functools.cache
+def _charge_sql() -> str:
+    t = _tables()
+    # Rows in budget order (the gate sorts them): concurrent charges lock alike, no deadlock.
+    return f"""
+        INSERT INTO {t["spends"]} AS s
+            (budget_id, period_start, spent_usd, spent_tokens)
+        SELECT p.budget_id, p.start, %(usd)s, %(tokens)s
+        FROM unnest(%(budgets)s::uuid[], %(starts)s::date[]) AS p(budget_id, start)
+        JOIN {t["budgets"]} b ON b.id = p.budget_id  -- not one deleted since the run began
+        ON CONFLICT (budget_id, period_start) DO UPDATE SET
+            spent_usd = s.spent_usd + EXCLUDED.spent_usd,
+            spent_tokens = s.spent_tokens + EXCLUDED.spent_tokens
+        RETURNING s.id, s.budget_id, s.period_start, s.spent_usd, s.spent_tokens,
+            s.warned_80_at, s.warned_100_at
+    """  # noqa: S608
