@@ -160,11 +160,18 @@ ProviderEvent = TextChunk | ToolCallChunk | Finished
 
 
 class ProviderError(Exception):
-    """A model call that failed after the provider's own retries."""
+    """A model call that failed after the provider's own retries.
 
-    def __init__(self, message: str, *, timeout: bool = False):
+    `fallback_ok`: whether another model may answer where this one failed (a config's
+    fallbackModels): yes after throttling, a timeout, a server's or a connection's failure;
+    no when the provider refused the request itself as invalid (a 400), as another model
+    would too.
+    """
+
+    def __init__(self, message: str, *, timeout: bool = False, fallback_ok: bool = True):
         super().__init__(message)
         self.timeout = timeout
+        self.fallback_ok = fallback_ok
 
     @property
     def code(self) -> Literal["provider_error", "provider_timeout"]:

@@ -22,6 +22,7 @@ from botocore.exceptions import (
     ClientError,
     ConnectTimeoutError,
     EventStreamError,
+    ParamValidationError,
     ReadTimeoutError,
 )
 
@@ -297,6 +298,12 @@ class _Reader(threading.Thread):
             event_stream.close()
 
 
+# What Bedrock answers a request it refuses as such: another model would refuse it too
+# (agents.llm.base.ProviderError.fallback_ok). Throttling, an unready or failing model, a
+# model the account may not use: another may answer.
+REFUSED_REQUEST = frozenset({"ValidationException", "validationException"})
+
+
 def _provider_error(exc: BaseException) -> ProviderError:
     if isinstance(
         exc, ReadTimeoutError | ConnectTimeoutError | urllib3.exceptions.TimeoutError | TimeoutError
@@ -304,11 +311,19 @@ def _provider_error(exc: BaseException) -> ProviderError:
         return ProviderError(f"Bedrock did not answer in time: {exc}", timeout=True)
     if isinstance(exc, EventStreamError):
         error = exc.response.get("Error", {})
+        code = error.get("Code", "error")
         return ProviderError(
-            f"Bedrock stream failed: {error.get('Code', 'error')}: {error.get('Message', '')}"
+            f"Bedrock stream failed: {code}: {error.get('Message', '')}",
+            fallback_ok=code not in REFUSED_REQUEST,
         )
     if isinstance(exc, ClientError):
-        return ProviderError(f"Bedrock refused the call: {aws.client_error_text(exc)}")
+        code = exc.response.get("Error", {}).get("Code")
+        return ProviderError(
+            f"Bedrock refused the call: {aws.client_error_text(exc)}",
+            fallback_ok=code not in REFUSED_REQUEST,
+        )
+    if isinstance(exc, ParamValidationError):  # botocore's own check of the request
+        return ProviderError(f"Bedrock refused the call: {exc}", fallback_ok=False)
     if isinstance(exc, BotoCoreError | urllib3.exceptions.HTTPError | OSError):
         return ProviderError(f"Bedrock connection failed: {exc}")
     return ProviderError(f"Bedrock call failed: {exc!r}")

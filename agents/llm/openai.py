@@ -260,6 +260,9 @@ class _Translator:
         return [*self._flush(), Finished(self.usage, self.stop_reason)]
 
 
+REFUSED_REQUEST = (openai.BadRequestError, openai.UnprocessableEntityError)
+
+
 def _timeout() -> ProviderError:
     return ProviderError("The OpenAI-compatible server did not answer in time", timeout=True)
 
@@ -270,7 +273,10 @@ def _provider_error(exc: openai.OpenAIError) -> ProviderError:
     if isinstance(exc, openai.APIStatusError):
         return ProviderError(
             f"The OpenAI-compatible server refused the call (HTTP {exc.status_code}): "
-            f"{_error_message(exc)}"
+            f"{_error_message(exc)}",
+            # A request refused as such another model would refuse too; throttling, a
+            # server's failure, a model or key it does not know: another may answer.
+            fallback_ok=not isinstance(exc, REFUSED_REQUEST),
         )
     if isinstance(exc, openai.APIConnectionError):
         return ProviderError(f"The OpenAI-compatible server could not be reached: {exc}")

@@ -12,6 +12,7 @@ scripted `Ranked`. Errors are rest-json errors: a status, `x-amzn-ErrorType` and
 
     with FakeBedrock() as fake:
         fake.script(Fail(429), Turn(text=["Hel", "lo"]))
+        fake.fail_model("amazon.nova-micro-v1:0", Fail(503))  # its every call, retries too
         fake.script(Guard(action="GUARDRAIL_INTERVENED", assessments=[content_filter("INSULTS")]))
         fake.fallback = Turn()  # every InvokeModel embeds its text, every Rerank scores
         fake.script(Fail(429), Ranked(results=[{"index": 1, "relevanceScore": 0.9}]))
@@ -398,6 +399,10 @@ class FakeBedrock(FakeServer):
     def model_ids(self) -> list[str]:
         """The model id of every request, in order (the URL path, decoded)."""
         return [unquote(r.path.split("/")[2]) for r in self.requests]
+
+    def model_of(self, recorded: Recorded) -> str | None:
+        parts = recorded.path.split("/")
+        return unquote(parts[2]) if parts[1:2] == ["model"] and len(parts) > 2 else None
 
     def input_texts(self) -> list[str]:
         """The `inputText` of every InvokeModel request, in the order they arrived."""

@@ -10,6 +10,7 @@ in floats or base64 as `encoding_format` asks, in reverse order of `index` when
     with FakeOpenAI() as fake:
         fake.script(Fail(429, retry_after_ms=10), Turn(calls=[Call("add", {"a": 1})]))
         fake.script(Turn())  # one embeddings request, answered from its input
+        fake.fail_model("gpt-4o-mini", Fail(429))  # its every call, retries too
         # point the SDK at f"{fake.url}/v1" (OPENAI_BASE_URL)
 """
 
@@ -202,3 +203,7 @@ class FakeOpenAI(FakeServer):
     @property
     def base_url(self) -> str:
         return f"{self.url}/v1"
+
+    def model_of(self, recorded: Recorded) -> str | None:
+        model = recorded.body.get("model") if isinstance(recorded.body, dict) else None
+        return model if isinstance(model, str) else None

@@ -1,7 +1,9 @@
 """What the fake model servers share: the script a test writes, and the HTTP plumbing.
 
 A test queues responses on a fake (`fake.script(Turn(...), Fail(429), Turn(...))`); each
-request takes the next one (or `fake.fallback` when the queue is empty). The fake records
+request takes the next one (or `fake.fallback` when the queue is empty). A model can be made
+to fail whatever the queue holds (`fake.fail_model("gpt-4o-mini", Fail(503))`): its every
+request, retries included, gets that answer and takes nothing from the queue. The fake records
 every request (`fake.requests`, `fake.bodies`) and sets `fake.disconnected` when a client
 goes away before its response is complete.
 """
@@ -104,6 +106,7 @@ class FakeServer:
     def __init__(self) -> None:
         self.queue: deque[Script] = deque()
         self.fallback: Script | None = None
+        self.failing: dict[str, Fail] = {}  # model id, as the wire names it: its answer
         self.requests: list[Recorded] = []
         self.disconnected = threading.Event()
         self.ids = itertools.count(1)
@@ -133,17 +136,29 @@ class FakeServer:
     def script(self, *responses: Script) -> None:
         self.queue.extend(responses)
 
+    def fail_model(self, model: str, fail: Fail) -> None:
+        """Answer every request for `model` (its id on the wire) with `fail`."""
+        self.failing[model] = fail
+
+    def model_of(self, recorded: Recorded) -> str | None:
+        """The model a request asks for, as its wire format names it."""
+        return None
+
     def reset(self) -> None:
         """Forget the script and the record, so one server can serve many tests."""
         with self._lock:
             self.queue.clear()
             self.fallback = None
+            self.failing.clear()
             self.requests.clear()
             self.disconnected.clear()
 
     def next_response(self, recorded: Recorded) -> Script | None:
         with self._lock:
             self.requests.append(recorded)
+            failing = self.failing.get(self.model_of(recorded) or "")
+            if failing is not None:
+                return failing
             return self.queue.popleft() if self.queue else self.fallback
 
     def start(self) -> Self:

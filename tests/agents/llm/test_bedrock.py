@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 import time
@@ -233,6 +234,53 @@ def test_client_error_is_not_retried(fake: FakeBedrock) -> None:
         collect(ask(max_retries=3))
 
     assert len(fake.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("fail", "another_model_may_answer"),
+    [
+        (Fail(429, "Too many requests"), True),
+        (Fail(429, "Model is loading", code="ModelNotReadyException"), True),
+        (Fail(500, "Internal failure"), True),
+        (Fail(503, "Service unavailable"), True),
+        (Fail(403, "No access to this model"), True),
+        (Fail(400, "Malformed input request"), False),
+    ],
+    ids=["throttled", "not-ready", "500", "unavailable", "no-access", "validation"],
+)
+def test_an_error_says_whether_another_model_may_answer(
+    fake: FakeBedrock, fail: Fail, another_model_may_answer: bool
+) -> None:
+    fake.fallback = fail
+
+    with pytest.raises(ProviderError) as caught:
+        collect(ask())
+
+    assert caught.value.fallback_ok is another_model_may_answer
+
+
+def test_a_timeout_leaves_another_model_to_try(fake: FakeBedrock) -> None:
+    fake.script(Turn(text=["late"], delay=2.0))
+
+    with pytest.raises(ProviderError) as caught:
+        collect(ask(timeout=0.3))
+
+    assert caught.value.timeout
+    assert caught.value.fallback_ok
+
+
+def test_a_model_told_to_fail_fails_every_try_and_leaves_the_script_to_others(
+    fake: FakeBedrock,
+) -> None:
+    fake.fail_model(MODEL, Fail(503, "Service unavailable"))
+    fake.script(Turn(text=["from the other model"]))
+
+    with pytest.raises(ProviderError, match="ServiceUnavailableException"):
+        collect(ask(max_retries=2))
+    other = collect(dataclasses.replace(ask(), model_id="amazon.nova-micro-v1:0"))
+
+    assert fake.model_ids() == [MODEL] * 3 + ["amazon.nova-micro-v1:0"]
+    assert [e.text for e in other if isinstance(e, TextChunk)] == ["from the other model"]
 
 
 def test_exception_mid_stream_is_a_provider_error(fake: FakeBedrock) -> None:

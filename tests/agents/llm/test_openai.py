@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -229,6 +230,53 @@ def test_client_error_is_not_retried(fake: FakeOpenAI) -> None:
         collect(ask(max_retries=3))
 
     assert len(fake.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("fail", "another_model_may_answer"),
+    [
+        (Fail(429, "Rate limit reached", retry_after_ms=10), True),
+        (Fail(500, "The server had an error", retry_after_ms=10), True),
+        (Fail(503, "The engine is overloaded", retry_after_ms=10), True),
+        (Fail(404, "The model does not exist"), True),
+        (Fail(400, "Invalid schema for function 'get_weather'"), False),
+        (Fail(422, "Unprocessable request"), False),
+    ],
+    ids=["rate-limited", "500", "overloaded", "unknown-model", "bad-request", "unprocessable"],
+)
+def test_an_error_says_whether_another_model_may_answer(
+    fake: FakeOpenAI, fail: Fail, another_model_may_answer: bool
+) -> None:
+    fake.fallback = fail
+
+    with pytest.raises(ProviderError) as caught:
+        collect(ask())
+
+    assert caught.value.fallback_ok is another_model_may_answer
+
+
+def test_a_timeout_leaves_another_model_to_try(fake: FakeOpenAI) -> None:
+    fake.script(Turn(text=["late"], delay=2.0))
+
+    with pytest.raises(ProviderError) as caught:
+        collect(ask(timeout=0.3))
+
+    assert caught.value.timeout
+    assert caught.value.fallback_ok
+
+
+def test_a_model_told_to_fail_fails_every_try_and_leaves_the_script_to_others(
+    fake: FakeOpenAI,
+) -> None:
+    fake.fail_model("gpt-4o-mini", Fail(429, "Rate limit reached", retry_after_ms=10))
+    fake.script(Turn(text=["from the other model"]))
+
+    with pytest.raises(ProviderError, match="HTTP 429"):
+        collect(ask(max_retries=2))
+    other = collect(dataclasses.replace(ask(), model_id="openai/gpt-4o"))
+
+    assert [body["model"] for body in fake.bodies] == ["gpt-4o-mini"] * 3 + ["gpt-4o"]
+    assert [e.text for e in other if isinstance(e, TextChunk)] == ["from the other model"]
 
 
 def test_error_mid_stream_is_a_provider_error(fake: FakeOpenAI) -> None:
