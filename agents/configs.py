@@ -8,7 +8,7 @@ task agents) live in `agents.services.config_check`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 from uuid import UUID
 
 from pydantic import Field, field_validator, model_validator
@@ -21,6 +21,8 @@ from agents.templating.static import TooLarge, check_limits, field_types, templa
 from retrieval.configs import RagSettings
 
 TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"  # what Bedrock and OpenAI both accept as a tool name
+# Each one a failing call may go through before the run fails: a few, or it never ends.
+MAX_FALLBACK_MODELS = 3
 
 DEFAULT_RAG_PROMPT = (
     "You are a careful assistant that answers questions from the documents below.\n"
@@ -69,6 +71,24 @@ class BaseAgentConfig(CamelModel):
         "results before the model reads them. A passage one blocks is dropped; a tool result "
         "is replaced by a notice. The run's trace shows each as a guardrail step.",
     )
+    # Left out of the stored form when not set, so configs written before it read the same.
+    fallback_models: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
+        None,
+        max_length=MAX_FALLBACK_MODELS,
+        description="Catalog models tried in order when the model fails before it answers "
+        "(a provider error, a timeout, throttling), not when it refuses the request as "
+        "invalid. The run's model_call steps show each attempt and the model that answered.",
+    )
+
+    @model_validator(mode="after")
+    def _fallbacks_distinct(self) -> Self:
+        seen = {self.llm_model_id}
+        for index, model in enumerate(self.fallback_models or ()):
+            if model in seen:
+                what = "the config's model" if model == self.llm_model_id else "listed already"
+                raise Invalid.at(("fallbackModels", index), f"model '{model}' is {what}")
+            seen.add(model)
+        return self
 
 
 # ---------------------------------------------------------------- tools

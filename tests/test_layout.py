@@ -115,6 +115,9 @@ BEHAVIOUR_SUITES: dict[str, str] = {
         "a run's cost: provider usage over the wire, catalog prices, steps and run record"
     ),
     "agents/api/test_run_steps.py": "a run's steps from the trace to GET /v1/runs",
+    "agents/api/test_run_fallbacks.py": (
+        "fallback models end to end: both SDKs against the fake servers, each attempt a step"
+    ),
     "agents/api/test_template_limits.py": "template limits through the invoke routes",
     "agents/api/test_threads.py": "threads of messages across invoke calls",
     # tests/agents: the admin

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from agentbuilder.errors import DomainError, Invalid
 from agentbuilder.users import User, request_user
 from agents.access.permissions import environments_visible
-from agents.configs import CONFIG_MODELS
+from agents.configs import CONFIG_MODELS, MAX_FALLBACK_MODELS
 from agents.examples import TEMPLATES
 from agents.mcp_registry.selectors import mcp_server_list
 from agents.models import AgentType, Environment
@@ -53,6 +53,12 @@ def editor_schema(*, user: User, environment: Environment, agent_type: str) -> d
         "funcName": _choices(sorted(REGISTRY), {n: REGISTRY[n].description for n in REGISTRY}),
         "guardrails": {"type": "array", "items": _choices(guardrails)},
         "contextGuardrails": {"type": "array", "items": _choices(guardrails)},
+        "fallbackModels": {
+            "type": "array",
+            "items": _choices(models),
+            "maxItems": MAX_FALLBACK_MODELS,
+            "uniqueItems": True,
+        },
         "agentId": _choices([str(a.pk) for a in tasks], {str(a.pk): a.name for a in tasks}),
     }
     _fill(schema, choices)

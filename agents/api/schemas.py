@@ -396,6 +396,11 @@ class RunOut(OutputModel):
         description="What its model calls cost, each at its model's catalog price (USD); "
         "null when a model it used has no price.",
     )
+    model: str | None = Field(
+        None,
+        description="The model that answered: that of the run's last completed model call "
+        "(a fallback model when the version's failed); null when none answered.",
+    )
 
     @classmethod
     def of(cls, run: Run) -> RunOut:
@@ -417,7 +422,18 @@ class RunOut(OutputModel):
             steps=run.steps,
             schedule_id=run.schedule_id,
             cost_usd=_dollars(run.cost_usd),
+            model=_answered_by(run.steps),
         )
+
+
+def _answered_by(steps: list[dict[str, Any]]) -> str | None:
+    """The model of the last completed model call of the run itself (not of a task agent
+    run as its tool: those steps name a `parent`)."""
+    for step in reversed(steps):
+        own = step.get("type") == "model_call" and "parent" not in step
+        if own and step.get("status") == "completed":
+            return str(step["model"])
+    return None
 
 
 class RunList(OutputModel):

@@ -39,6 +39,17 @@ class RunTarget:
     # USD per million tokens of the model that answers (the offline model's under
     # LLM_OFFLINE): None when the catalog has no price for it.
     price: Price | None = None
+    # The config's fallbackModels the catalog still serves, in their order.
+    fallbacks: tuple[CatalogModel, ...] = ()
+
+
+@dataclass(frozen=True)
+class CatalogModel:
+    """A model of the catalog as a run calls it: who serves it, at what price."""
+
+    model_id: str
+    provider: str
+    price: Price | None
 
 
 def run_target(*, user: User, environment: Environment, agent_id: uuid.UUID, ref: str) -> RunTarget:
@@ -104,6 +115,10 @@ def _target(row: Sequence[Any]) -> RunTarget:
         config=_CONFIG.from_db_value(row[6], None, connection),
         model_provider=row[7],
         price=_price(row[8:11]),
+        fallbacks=tuple(
+            CatalogModel(model_id, provider, _price(prices))
+            for model_id, provider, *prices in row[_FALLBACKS]
+        ),
     )
 
 
@@ -115,8 +130,8 @@ def _price(prices: Sequence[Any]) -> Price | None:
 
 
 # The row both statements select, by position: the agent's, the version's, the provider,
-# the prices; the invoke path's adds the caller's grants.
-_NAME, _ENVIRONMENT, _VERSION, _HELD = 1, 3, 4, 11
+# the prices, the fallback models; the invoke path's adds the caller's grants.
+_NAME, _ENVIRONMENT, _VERSION, _FALLBACKS, _HELD = 1, 3, 4, 11, 12
 _CONFIG = AgentVersion._meta.get_field("config")
 
 
@@ -143,7 +158,12 @@ def _statement(kind: str, *, columns: str = "", condition: str = "") -> str:
         SELECT a.id, a.name, a.agent_type, a.environment_id,
             v.id AS version_id, v.number, v.config,
             (SELECT m.provider FROM {models} m WHERE m.id = v.config->>'llmModelId'),
-            p.input_usd_per_mtok, p.output_usd_per_mtok, p.cached_input_usd_per_mtok{columns}
+            p.input_usd_per_mtok, p.output_usd_per_mtok, p.cached_input_usd_per_mtok,
+            (SELECT COALESCE(json_agg(json_build_array(m.id, m.provider, m.input_usd_per_mtok,
+                    m.output_usd_per_mtok, m.cached_input_usd_per_mtok) ORDER BY f.n), '[]')
+                FROM json_array_elements_text(v.config->'fallbackModels')
+                    WITH ORDINALITY f(id, n)
+                JOIN {models} m ON m.id = f.id AND m.enabled){columns}
         FROM {agents} a
         LEFT JOIN LATERAL (SELECT * FROM {versions} v WHERE {where} LIMIT 1) v ON true
         LEFT JOIN {models} p ON p.id = COALESCE(%(priced)s::text, v.config->>'llmModelId')

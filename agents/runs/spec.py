@@ -27,7 +27,7 @@ from agents.mcp_registry.run_servers import config_server_specs, request_server_
 from agents.models import Environment
 from agents.rag import retriever
 from agents.runs.lookup import RunTarget, task_target
-from agents.runtime.spec import AgentSpec, McpServerSpec, Retriever
+from agents.runtime.spec import AgentSpec, FallbackModel, McpServerSpec, Retriever
 
 
 def agent_spec(*, target: RunTarget) -> AgentSpec:
@@ -57,8 +57,21 @@ def agent_spec(*, target: RunTarget) -> AgentSpec:
         model=model,
         provider_name=provider_name,
         price=target.price,
+        fallbacks=_fallbacks(target, model),
         task_agents=task_agents,
         mcp_servers=mcp_servers,
+    )
+
+
+def _fallbacks(target: RunTarget, model: str) -> tuple[FallbackModel, ...]:
+    """The config's fallback models the catalog serves; none under LLM_OFFLINE, where the
+    offline model answers for each and would only fail the same way again."""
+    if settings.LLM_OFFLINE:
+        return ()
+    return tuple(
+        FallbackModel(f.model_id, provider_for(f.provider), f.provider, f.price)
+        for f in target.fallbacks
+        if f.model_id != model
     )
 
 

@@ -245,7 +245,7 @@ def _prepare(
     environment = request.environment
     _check_guardrails(request.guardrails, environment)
     spec = agent_spec(target=target)
-    _check_attachments(spec.config.llm_model_id, request.messages)
+    spec = _check_attachments(spec, request.messages)
     spec = with_max_iterations(spec, request.max_iterations)
     spec = with_request_servers(spec, environment, request.mcp_servers)
     _check_client_tools(spec, request)
@@ -298,19 +298,24 @@ def _check_client_tools(spec: AgentSpec, request: RunRequest) -> None:
         )
 
 
-def _check_attachments(model_id: str, messages: tuple[Message, ...]) -> None:
+def _check_attachments(spec: AgentSpec, messages: tuple[Message, ...]) -> AgentSpec:
     """Refuse, naming the part, an image or document the model cannot read: the catalog's
-    `images` and `documents` capabilities say which can."""
+    `images` and `documents` capabilities say which can. The spec without the fallback
+    models that cannot read them either: such a model would only refuse the request."""
     sent = [a for m in messages for a in m.attachments]
     if not sent:
-        return
-    served_by = LOCAL_MODEL if settings.LLM_OFFLINE else model_id
-    reads = LLMModel.objects.filter(pk=served_by).values_list("capabilities", flat=True).first()
+        return spec
+    served_by = LOCAL_MODEL if settings.LLM_OFFLINE else spec.config.llm_model_id
+    models = [served_by, *(f.model for f in spec.fallbacks)]
+    reads = dict(LLMModel.objects.filter(pk__in=models).values_list("pk", "capabilities"))
     for attachment in sent:
-        if f"{attachment.kind}s" not in (reads or ()):
+        if f"{attachment.kind}s" not in reads.get(served_by, ()):
             raise Invalid.at(
                 attachment.loc, f"the model '{served_by}' cannot read {attachment.kind}s"
             )
+    kinds = {f"{a.kind}s" for a in sent}
+    readable = tuple(f for f in spec.fallbacks if kinds <= set(reads.get(f.model, ())))
+    return replace(spec, fallbacks=readable)
 
 
 def _check_guardrails(names: tuple[str, ...], environment: Environment) -> None:

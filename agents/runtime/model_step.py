@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 
@@ -11,6 +13,8 @@ from agents.llm.base import (
     Finished,
     Message,
     ModelRequest,
+    Provider,
+    ProviderError,
     Purpose,
     TextChunk,
     ToolCallChunk,
@@ -19,9 +23,12 @@ from agents.llm.base import (
     Usage,
 )
 from agents.runtime.events import TextDelta
-from agents.runtime.pricing import cost_usd
+from agents.runtime.pricing import Price, cost_usd
 from agents.runtime.spec import AgentSpec, Meter
 from agents.runtime.steps import ModelCallStep
+from agents.runtime.trace import cut
+
+logger = logging.getLogger(__name__)
 
 
 def model_request(
@@ -62,37 +69,82 @@ async def model_step(
     spec: AgentSpec, request: ModelRequest, meter: Meter, result: StepResult, *, stream: bool
 ) -> AsyncIterator[TextDelta]:
     """Run one call; yields its text as deltas when `stream`, fills `result` as it goes.
-    The call is a step of the run's trace, however it ends."""
-    usage = Usage()
-    cost: float | None = None
-    await meter.before_call()  # a budget spent stops the run here, before the call
-    step = meter.trace.start("model_call", ModelCallStep(spec.model, usage.as_dict()))
-    first: int | None = None
-    status = "failed"
-    parts: list[str] = []
-    try:
-        async for event in spec.provider.stream(request):
-            if isinstance(event, TextChunk) and not event.text:
-                continue
-            if first is None and isinstance(event, TextChunk | ToolCallChunk):
-                first = step.elapsed_ms()
-            if isinstance(event, TextChunk):
-                parts.append(event.text)
-                if stream:
-                    yield TextDelta(event.text)
-            elif isinstance(event, ToolCallChunk):
-                arguments = event.call.arguments.strip() or "{}"
-                call = ToolCallPart(event.call.call_id, event.call.name, arguments)
-                result.tool_calls.append(call)
-            elif isinstance(event, Finished):
-                usage, cost = event.usage, cost_usd(event.usage, spec.price)
-                await meter.add(spec.model, usage, cost)
-                result.stop_reason = event.stop_reason
-        status = "completed"
-    except (GeneratorExit, asyncio.CancelledError):
-        status = "canceled"  # closed by a guardrail's block, or the client went away
-        raise
-    finally:
-        stop = result.stop_reason if status == "completed" else None
-        step.end(status, ModelCallStep(spec.model, usage.as_dict(), first, stop, cost))
-    result.text = "".join(parts)
+
+    A call that fails before it produced any text or tool call, in a way another model may
+    not (ProviderError.fallback_ok), goes to the config's fallback models in turn
+    (docs/api.md#fallback-models). Each attempt is a model_call step of the run's trace,
+    however it ends; when every model failed, the last one's error ends the run."""
+    # A budget spent stops the run here, before the call. Once per call, fallbacks
+    # included: a failed attempt used no tokens, and the gate is told of the one that did.
+    await meter.before_call()
+    attempts = [_Attempt(spec.provider, spec.model, spec.price, request)]
+    attempts += [
+        _Attempt(f.provider, f.model, f.price, dataclasses.replace(request, model_id=f.model))
+        for f in spec.fallbacks
+    ]
+    for number, attempt in enumerate(attempts, 1):
+        try:
+            async for delta in attempt.run(meter, result, stream=stream):
+                yield delta
+            return
+        except ProviderError as exc:
+            # Once the client has text, or a tool call is on its way, another model's
+            # answer would not follow on from it.
+            if number == len(attempts) or not exc.fallback_ok or attempt.produced:
+                raise
+            logger.warning(
+                "model %s failed, trying %s: %s", attempt.model, attempts[number].model, exc
+            )
+
+
+@dataclass
+class _Attempt:
+    """One model's try at a call."""
+
+    provider: Provider
+    model: str
+    price: Price | None
+    request: ModelRequest
+    produced: bool = False  # a text or a tool call came
+
+    async def run(
+        self, meter: Meter, result: StepResult, *, stream: bool
+    ) -> AsyncIterator[TextDelta]:
+        usage = Usage()
+        cost: float | None = None
+        step = meter.trace.start("model_call", ModelCallStep(self.model, usage.as_dict()))
+        first: int | None = None
+        status = "failed"
+        error: str | None = None
+        parts: list[str] = []
+        try:
+            async for event in self.provider.stream(self.request):
+                if isinstance(event, TextChunk) and not event.text:
+                    continue
+                if first is None and isinstance(event, TextChunk | ToolCallChunk):
+                    first = step.elapsed_ms()
+                    self.produced = True
+                if isinstance(event, TextChunk):
+                    parts.append(event.text)
+                    if stream:
+                        yield TextDelta(event.text)
+                elif isinstance(event, ToolCallChunk):
+                    arguments = event.call.arguments.strip() or "{}"
+                    call = ToolCallPart(event.call.call_id, event.call.name, arguments)
+                    result.tool_calls.append(call)
+                elif isinstance(event, Finished):
+                    usage, cost = event.usage, cost_usd(event.usage, self.price)
+                    await meter.add(self.model, usage, cost)
+                    result.stop_reason = event.stop_reason
+            status = "completed"
+        except ProviderError as exc:
+            error = cut(str(exc))
+            raise
+        except (GeneratorExit, asyncio.CancelledError):
+            status = "canceled"  # closed by a guardrail's block, or the client went away
+            raise
+        finally:
+            stop = result.stop_reason if status == "completed" else None
+            detail = ModelCallStep(self.model, usage.as_dict(), first, stop, cost, error)
+            step.end(status, detail)
+        result.text = "".join(parts)

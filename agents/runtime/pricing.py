@@ -51,6 +51,8 @@ def steps_cost(steps: Iterable[Mapping[str, Any]]) -> tuple[float | None, ByMode
             continue
         usage = step.get("tokensUsage") or {}
         cost = step.get("costUsd")
+        if step.get("status") == "failed" and not any(usage.values()):
+            continue  # a fallen-back attempt: that model answered nothing, used nothing
         row = by_model.setdefault(
             step["model"],
             {"input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0, "cost_usd": 0.0},

@@ -59,6 +59,16 @@ class McpServerSpec:
 
 
 @dataclass(frozen=True)
+class FallbackModel:
+    """A model of the config's fallbackModels, as the catalog serves it."""
+
+    model: str  # the catalog's id: what the provider is asked for, and what steps report
+    provider: Provider
+    provider_name: str  # the catalog's name of `provider`
+    price: Price | None = None  # from the catalog; None: unknown
+
+
+@dataclass(frozen=True)
 class AgentSpec:
     agent_id: str
     agent_type: str
@@ -67,6 +77,8 @@ class AgentSpec:
     model: str  # the model id reported to clients (the offline model says so)
     provider_name: str = ""  # the catalog's name of `provider`: bedrock, openai, local
     price: Price | None = None  # of `model`, from the catalog; None: unknown
+    # Tried in order when a call fails before it answers (agents.runtime.model_step).
+    fallbacks: tuple[FallbackModel, ...] = ()
     # task_agent tools: the resolved task agent behind each tool name
     task_agents: Mapping[str, AgentSpec] = field(default_factory=dict)
     # mcp tools: the servers of the config's references, then those the request named

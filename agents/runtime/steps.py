@@ -23,6 +23,7 @@ class ModelCallStep:
     time_to_first_token_ms: int | None = None
     stop_reason: str | None = None
     cost_usd: float | None = None  # None: the model has no price in the catalog
+    error: str | None = field(default=None, metadata=OMIT_NONE)  # why a failed call failed
 
 
 @dataclass(frozen=True)

@@ -45,11 +45,18 @@ def config_validate(
 def _catalog_errors(
     user: User, environment: Environment, agent_type: str, config: AgentConfig
 ) -> Iterable[ErrorItem]:
-    model = LLMModel.objects.filter(pk=config.llm_model_id, enabled=True).first()
-    if model is None:
-        yield ErrorItem(("llmModelId",), f"unknown model '{config.llm_model_id}'")
-    elif agent_type not in model.agent_types:
-        yield ErrorItem(("llmModelId",), f"model '{model.pk}' does not serve {agent_type} agents")
+    named: list[tuple[Loc, str]] = [(("llmModelId",), config.llm_model_id)]
+    named += [(("fallbackModels", i), m) for i, m in enumerate(config.fallback_models or ())]
+    served = dict(
+        LLMModel.objects.filter(pk__in=[m for _, m in named], enabled=True).values_list(
+            "pk", "agent_types"
+        )
+    )
+    for loc, model_id in named:
+        if model_id not in served:
+            yield ErrorItem(loc, f"unknown model '{model_id}'")
+        elif agent_type not in served[model_id]:
+            yield ErrorItem(loc, f"model '{model_id}' does not serve {agent_type} agents")
 
     for field, names in (
         ("guardrails", config.guardrails),

@@ -750,3 +750,110 @@ def test_context_guardrails_are_stored_and_left_out_when_not_given(
     assert "contextGuardrails" not in stored_config(owner_client, plain.json()["id"])
     stored = stored_config(owner_client, guarded.json()["id"])
     assert stored["contextGuardrails"] == ["HAIP-Prompt_attack-Medium"]
+
+
+# ---------------------------------------------------------------- fallback models (issue 31)
+
+HAIKU, NOVA, MINI = (
+    "anthropic.claude-3-haiku-20240307-v1:0",
+    "amazon.nova-micro-v1:0",
+    "openai/gpt-4o-mini",
+)
+
+
+@pytest.mark.parametrize(
+    ("config", "loc", "msg"),
+    [
+        pytest.param(
+            tool_config(llmModelId=HAIKU, fallbackModels=[MINI, "openai/gpt-nonsense"]),
+            [*CONFIG, "fallbackModels", 1],
+            "unknown model 'openai/gpt-nonsense'",
+            id="unknown",
+        ),
+        pytest.param(
+            tool_config(llmModelId=HAIKU, fallbackModels=[MINI, MINI]),
+            [*CONFIG, "fallbackModels", 1],
+            f"model '{MINI}' is listed already",
+            id="twice",
+        ),
+        pytest.param(
+            tool_config(llmModelId=HAIKU, fallbackModels=[HAIKU]),
+            [*CONFIG, "fallbackModels", 0],
+            f"model '{HAIKU}' is the config's model",
+            id="the-primary",
+        ),
+        pytest.param(
+            tool_config(llmModelId=HAIKU, fallbackModels=[MINI, NOVA, "local.demo-v1", "x"]),
+            [*CONFIG, "fallbackModels"],
+            "at most 3 items",
+            id="too-many",
+        ),
+        pytest.param(
+            tool_config(llmModelId=HAIKU, fallbackModels=MINI),
+            [*CONFIG, "fallbackModels"],
+            "valid list",
+            id="not-a-list",
+        ),
+        pytest.param(
+            tool_config(llmModelId=HAIKU, fallbackModels=[MINI, ""]),
+            [*CONFIG, "fallbackModels", 1],
+            "at least 1 character",
+            id="empty-id",
+        ),
+    ],
+)
+def test_a_bad_fallback_model_is_refused_at_its_path(
+    owner_client: APIClient, config: dict[str, Any], loc: list[str | int], msg: str
+) -> None:
+    assert_refused(create(owner_client, config), loc, msg)
+
+
+def test_a_disabled_fallback_model_is_refused_as_unknown(owner_client: APIClient) -> None:
+    LLMModel.objects.filter(pk=NOVA).update(enabled=False)
+
+    response = create(owner_client, tool_config(llmModelId=HAIKU, fallbackModels=[MINI, NOVA]))
+
+    assert_refused(response, [*CONFIG, "fallbackModels", 1], f"unknown model '{NOVA}'")
+
+
+def test_a_fallback_model_of_another_agent_type_is_refused(owner_client: APIClient) -> None:
+    LLMModel.objects.create(
+        id="test.tools-only", name="Tools only", provider="local", agent_types=["tool"]
+    )
+
+    accepted = create(owner_client, tool_config(fallbackModels=["test.tools-only"]), name="tooly")
+    refused = create(owner_client, task_config(fallbackModels=[MINI, "test.tools-only"]), "task")
+
+    assert accepted.status_code == 201, accepted.json()
+    assert_refused(
+        refused,
+        [*CONFIG, "fallbackModels", 1],
+        "model 'test.tools-only' does not serve task agents",
+    )
+
+
+def test_every_bad_model_of_a_config_is_named_in_one_answer(owner_client: APIClient) -> None:
+    config = tool_config(llmModelId="nope.primary", fallbackModels=[MINI, "nope.second"])
+
+    response = create(owner_client, config)
+
+    assert response.status_code == 400
+    assert [e["loc"] for e in response.json()["detail"]] == [
+        [*CONFIG, "llmModelId"],
+        [*CONFIG, "fallbackModels", 1],
+    ]
+
+
+@pytest.mark.parametrize("agent_type", ["tool", "rag", "task"])
+def test_fallback_models_are_stored_in_order_and_left_out_when_not_given(
+    owner_client: APIClient, agent_type: str
+) -> None:
+    base = {"tool": tool_config(), "rag": copy.deepcopy(RAG_CONFIG), "task": task_config()}
+    config = {**base[agent_type], "llmModelId": HAIKU}
+    plain = create(owner_client, config, agent_type, name="plain")
+    backed = create(owner_client, {**config, "fallbackModels": [MINI, NOVA]}, agent_type, "backed")
+
+    assert plain.status_code == backed.status_code == 201, backed.json()
+    # Configs written before fallbacks read back exactly as they did.
+    assert "fallbackModels" not in stored_config(owner_client, plain.json()["id"])
+    assert stored_config(owner_client, backed.json()["id"])["fallbackModels"] == [MINI, NOVA]

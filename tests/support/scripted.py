@@ -11,6 +11,7 @@ from agents.configs import config_parse
 from agents.llm.base import (
     Finished,
     ModelRequest,
+    ProviderError,
     ProviderEvent,
     TextChunk,
     ToolCallChunk,
@@ -21,7 +22,8 @@ from guardrails.engines.base import PASS, Span, Stage, Verdict
 from guardrails.engines.local import LocalEngine
 from guardrails.engines.rules import Rule
 
-Step = list[ProviderEvent]
+# A model call's events; a ProviderError among them is raised where it stands.
+Step = list[ProviderEvent | ProviderError]
 
 
 class ScriptedProvider:
@@ -34,6 +36,8 @@ class ScriptedProvider:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         self.requests.append(request)
         for event in self.steps.pop(0):
+            if isinstance(event, ProviderError):
+                raise event
             yield event
 
 

@@ -52,6 +52,10 @@ def test_the_schema_is_the_config_model_s_with_the_environment_s_choices(
     assert set(tool["properties"]) >= {"llmModelId", "systemPrompt", "tools", "guardrails"}
     assert "local.demo-v1" in tool["properties"]["llmModelId"]["enum"]
     assert "HAIP-Profanity" in tool["properties"]["guardrails"]["items"]["enum"]
+    fallbacks = tool["properties"]["fallbackModels"]
+    assert fallbacks["items"]["enum"] == tool["properties"]["llmModelId"]["enum"]
+    assert fallbacks["maxItems"] == 3
+    assert "tried in order" in fallbacks["description"]
     defs = tool["$defs"]
     assert sorted(defs["FunctionTool"]["properties"]["funcName"]["enum"]) == sorted(REGISTRY)
     task_choice = defs["TaskAgentTool"]["properties"]["agentId"]

@@ -5,6 +5,7 @@ model's provider together, as a typed row (agents/runs/lookup.py)."""
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -14,10 +15,12 @@ from django.test.utils import CaptureQueriesContext
 from agentbuilder.errors import Invalid, NotFound, PermissionDenied
 from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR
+from agents.llm.registry import provider_for
 from agents.models import LLMModel
 from agents.runs import event_log
 from agents.runs.lookup import run_target
 from agents.runs.spec import agent_spec
+from agents.runtime.pricing import Price
 from agents.selectors.agents import agent_get_to_invoke
 from agents.selectors.versions import version_get
 from agents.services.aliases import alias_set
@@ -171,3 +174,47 @@ def test_the_statements_of_an_invoke(
         response = client.post(url, body, format="json")
     assert response.status_code == 200
     assert [query["sql"].split()[0] for query in queries.captured_queries] == expected
+
+
+def test_the_fallback_models_come_in_order_with_their_providers_and_prices(
+    make_agent: Any, owner: Any, env: Any, settings: Any
+) -> None:
+    settings.LLM_OFFLINE = False
+    LLMModel.objects.filter(pk="openai/gpt-4o-mini").update(
+        input_usd_per_mtok=Decimal("0.15"),
+        output_usd_per_mtok=Decimal("0.6"),
+        cached_input_usd_per_mtok=Decimal("0.075"),
+    )
+    LLMModel.objects.filter(pk="amazon.nova-micro-v1:0").update(
+        input_usd_per_mtok=None, output_usd_per_mtok=None
+    )
+    fallbacks = [
+        "openai/gpt-4o-mini",
+        "anthropic.claude-3-sonnet-20240229-v1:0",
+        "amazon.nova-micro-v1:0",
+    ]
+    config = {**CALCULATOR["config"], "fallbackModels": fallbacks}
+    agent = make_agent("Calculator", "tool", config=config)
+    # Disabled since the version was saved: no longer tried.
+    LLMModel.objects.filter(pk="anthropic.claude-3-sonnet-20240229-v1:0").update(enabled=False)
+
+    with CaptureQueriesContext(connection) as queries:
+        target = run_target(user=owner, environment=env, agent_id=agent.pk, ref="latest")
+        spec = agent_spec(target=target)
+
+    assert len(queries.captured_queries) == 1
+    assert [(f.model, f.provider_name, f.price) for f in spec.fallbacks] == [
+        ("openai/gpt-4o-mini", "openai", Price(0.15, 0.6, 0.075)),
+        ("amazon.nova-micro-v1:0", "bedrock", None),
+    ]
+    assert spec.fallbacks[0].provider is provider_for("openai")
+
+
+def test_the_offline_model_has_no_fallbacks(make_agent: Any, owner: Any, env: Any) -> None:
+    config = {**CALCULATOR["config"], "fallbackModels": ["openai/gpt-4o-mini"]}
+    agent = make_agent("Calculator", "tool", config=config)
+
+    target = run_target(user=owner, environment=env, agent_id=agent.pk, ref="latest")
+
+    assert len(target.fallbacks) == 1
+    assert agent_spec(target=target).fallbacks == ()
