@@ -71,10 +71,14 @@ def test_a_step_is_written_in_camel_case_without_what_it_did_not_report() -> Non
         "tool": "lookup",
         "callId": "c1",
     }
-    # A model call reports no first token as null: it had none.
+    # A model call reports no first token and no price as null: it had none. An error only
+    # a failed call has.
     assert step_json(ModelCallStep("m", {"input_tokens": 1})) == {
         "model": "m",
         "tokensUsage": {"input_tokens": 1},
         "timeToFirstTokenMs": None,
         "stopReason": None,
+        "costUsd": None,
     }
+    failed = ModelCallStep("m", {}, error="ThrottlingException: slow down")
+    assert step_json(failed)["error"] == "ThrottlingException: slow down"
