@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The scripts a user runs (bench/README.md); sse_fake.py, settings.py and urls.py are parts.
 BENCHMARKS = (
     "approvals.py",
+    "budgets.py",
     "guard_overhead.py",
     "hnsw_params.py",
     "ingestion.py",
