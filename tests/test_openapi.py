@@ -439,6 +439,13 @@ def test_only_routes_that_wait_on_something_document_502(generated: Generated) -
     assert answering == set(UPSTREAM)
 
 
+def test_only_the_routes_that_run_agents_document_402(generated: Generated) -> None:
+    """A spent budget refuses or stops a run (docs/api.md#budgets): every route that runs
+    one says so, and no other."""
+    spending = {p for m, p, op in every_operation(generated.document) if "402" in op["responses"]}
+    assert spending == set(UPSTREAM) - {"/v1/mcp-servers/{serverId}/tools"}
+
+
 def test_the_routes_that_run_an_agent_document_the_call_depth_header(
     generated: Generated,
 ) -> None:

@@ -197,6 +197,8 @@ def query_parameters(model: type[BaseModel], **descriptions: str) -> list[OpenAp
 ERRORS = {
     400: "Invalid request: `detail` lists each problem with its location (`loc`).",
     401: "Missing, expired or invalid Bearer token (at /auth/token: wrong credentials).",
+    402: "A blocking budget that applies is spent: refused before the run (its `budget` "
+    "beside `detail`), or the run stopped `budget_exceeded` (docs/api.md#budgets).",
     403: "The caller lacks the permission this needs.",
     404: "No such object, or not one the caller may see.",
     409: "The name is already taken.",
@@ -217,8 +219,9 @@ class AutoSchema(openapi.AutoSchema):
     """Adds the error responses an operation can answer, by what it is: every one may be
     refused (400) and is throttled (429); one with a body may be too large (413) or of the
     wrong type (415); one on an object or an environment may be forbidden (403) or find
-    nothing (404). A view says what its domain adds: `conflicts` (409 on writes) and
-    `upstream` (502, 504: it waits on a model or an MCP server). The body is the one its
+    nothing (404). A view says what its domain adds: `conflicts` (409 on writes),
+    `upstream` (502, 504: it waits on a model or an MCP server) and `spends` (402: it runs
+    agents, which budgets may refuse or stop). The body is the one its
     view's exception handler writes, `error_schema` (docs/api.md#errors by default)."""
 
     def get_operation(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
@@ -243,6 +246,8 @@ class AutoSchema(openapi.AutoSchema):
             statuses.add(409)
         if getattr(self.view, "upstream", False):
             statuses |= {502, 504}
+        if getattr(self.view, "spends", False):
+            statuses.add(402)
         return statuses
 
     def _error_response(self, status: int) -> dict[str, Any]:

@@ -57,10 +57,12 @@ class ApiView(APIView):
     request: ApiRequest
     # What the OpenAPI document says of the view's errors (agentbuilder.api.openapi): the
     # body its exception handler writes, whether its writes may meet a taken name (409),
-    # whether it waits on a model or an MCP server (502, 504).
+    # whether it waits on a model or an MCP server (502, 504), whether it runs agents that
+    # budgets may refuse or stop (402).
     error_schema: type[BaseModel] = ErrorBody
     conflicts: bool = False
     upstream: bool = False
+    spends: bool = False
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)

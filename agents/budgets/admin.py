@@ -253,9 +253,9 @@ def _spent_text(budget: Budget, spent: Spent) -> str:
 
 def _warning(near: selectors.BudgetNow) -> str:
     budget = near.budget
-    where = f"{budget.environment.name}: " if budget.environment_id else ""
-    target = budget.agent_id or budget.user_id or budget.api_client_id or budget.environment_id
+    target = budget.agent or budget.user or budget.api_client or budget.environment
     return (
-        f"Budget {where}{budget.scope} {target} per {budget.period} ({budget.action}) is at "
-        f"{round(near.used * 100)} % of its limit this period."
+        f"The {budget.scope} budget of {target} ({budget.environment.name}, per "
+        f"{budget.period}, {budget.action}) is at {round(near.used * 100)} % of its limit "
+        "this period."
     )

@@ -43,7 +43,7 @@ def budget_list(*, user: User, environment: Environment) -> QuerySet[Budget]:
 def budget_get(*, user: User, environment: Environment, budget_id: uuid.UUID) -> Budget:
     """One of the environment's budgets. Raises NotFound (none, or no EDIT on it)."""
     found = Budget.objects.filter(environment=environment, pk=budget_id).first()
-    if found is None or not environments_with(user, Action.EDIT).filter(pk=environment.pk):
+    if found is None or not environments_with(user, Action.EDIT).filter(pk=environment.pk).exists():
         raise NotFound(f"Budget '{budget_id}' not found.")
     return found
 
@@ -77,7 +77,7 @@ def budgets_near_limit(*, user: User) -> list[BudgetNow]:
     limit this period, the most spent first (the admin's warnings)."""
     budgets = Budget.objects.filter(
         environment__in=environments_with(user, Action.EDIT)
-    ).select_related("environment")
+    ).select_related("environment", "agent", "user", "api_client")
     near = [b for b in budgets_now(list(budgets)) if b.used * 100 >= WARN_AT[0]]
     return sorted(near, key=lambda b: -b.used)
 

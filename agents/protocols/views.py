@@ -30,6 +30,7 @@ class ProtocolView(AsyncApiView):
     OpenAPI errors), and builds its run requests for the caller it authenticated."""
 
     upstream = True
+    spends = True  # a spent budget refuses or stops its runs (docs/api.md#budgets)
     protocol = ""  # the run's `protocol`, as runs are listed and filtered by it
     route = ""  # how a refusal names the route (`Agent type task not supported in ...`)
 
