@@ -69,7 +69,8 @@ SCENARIO_STEPS = int(os.environ.get("SCHEMATHESIS_SCENARIO_STEPS", "6"))
 # an HxQL query parses, guardrails are in the catalog: docs/api.md#invocation); an MCP
 # server's URL must pass the network policy; an alias names a version the agent has; a
 # document's file must be of a readable type; the token endpoint's fields go together by
-# grant type. Reads and deletes keep it.
+# grant type; a budget has a limit, and its scope's object is one of the environment's
+# (docs/api.md#budgets). Reads and deletes keep it.
 SEMANTIC_WRITES = [
     "POST /v1/auth/token",
     "POST /v1/agents",
@@ -89,6 +90,8 @@ SEMANTIC_WRITES = [
     "POST /v1/search",
     "POST /v1/mcp-servers",
     "PATCH /v1/mcp-servers/{serverId}",
+    "POST /v1/budgets",
+    "PATCH /v1/budgets/{budgetId}",
 ]
 # A usage report's period must end after it starts and span at most 366 days
 # (docs/api.md#usage): two bounds JSON Schema cannot relate. Any other query it takes.

@@ -2,13 +2,14 @@
 and the gate between its model calls (agents.runtime.spec.SpendGate).
 
 Safe under concurrency by an atomic counter, not reservations: each model call's usage is
-added to every applicable budget's row of the period by one upsert, and before each call a
-run reads those rows again. A run therefore starts a call only while its budgets are not
-spent, and once they are, each run in flight can have been charged for at most the one call
-it had started: together, runs overshoot a budget by at most one model call each.
+added to every applicable budget's row of the period by one upsert, which answers the new
+totals; a run starts a call only while the totals it last saw (at its start, then from its
+own last charge) leave its budgets unspent. Once a budget is spent, each run in flight can
+therefore be charged for at most one more call: together, runs overshoot a budget by at
+most one model call each.
 
 A run that no budget applies to gets no gate: its whole cost is the one indexed read at its
-start (`budget_check`).
+start (`budget_check`). A run that budgets apply to pays one statement per model call.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -51,10 +53,11 @@ class BudgetExceeded(DomainError):
 
 def budget_check(
     *, environment_id: uuid.UUID, agent_id: uuid.UUID, user_id: Any
-) -> tuple[BudgetLimits, ...]:
-    """The budgets that apply to a run of `agent_id` called by `user_id` (the environment's,
-    the agent's, the user's, and its API client's if it is one), read with this period's
-    spend in one statement. Raises BudgetExceeded for a blocking one that is spent."""
+) -> BudgetGate | None:
+    """The gate of a run of `agent_id` called by `user_id`: the budgets that apply (the
+    environment's, the agent's, the user's, and its API client's if it is one), read with
+    this period's spend in one statement; None when none does. Raises BudgetExceeded for a
+    blocking one that is spent."""
     now = datetime.now(UTC)
     params = {
         "environment": environment_id,
@@ -66,7 +69,9 @@ def budget_check(
     with connection.cursor() as cursor:
         cursor.execute(_applying_sql(), params)
         rows = cursor.fetchall()
-    applying = []
+    if not rows:
+        return None
+    seen = {}
     for row in rows:
         limits = BudgetLimits(
             id=row[0],
@@ -81,48 +86,50 @@ def budget_check(
         spent = Spent(row[7], row[8])
         if limits.blocks and limits.spent_out(spent):
             raise BudgetExceeded(limits, spent)
-        applying.append(limits)
-    return tuple(applying)
+        seen[limits] = Seen(period_start(limits.period, now), spent)
+    return BudgetGate(seen)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A budget's spend as a run last saw it, and the period it was of."""
+
+    start: date
+    spent: Spent
 
 
 class BudgetGate:
-    """The spend gate of a run that budgets apply to: before each model call the blocking
-    ones are read again (one small statement) and a spent one ends the run
-    `budget_exceeded`; after each call its usage is charged to all of them."""
+    """The spend gate of a run that budgets apply to: before each model call, a blocking
+    budget whose total the run last saw is spent ends the run `budget_exceeded` (nothing
+    is read: the totals came with the run's start and with each charge); after each call
+    its usage is charged to all of them, and their new totals kept."""
 
-    def __init__(self, budgets: Sequence[BudgetLimits]) -> None:
-        self.budgets = tuple(sorted(budgets, key=lambda b: b.id))  # one lock order for all
+    def __init__(self, seen: Mapping[BudgetLimits, Seen]) -> None:
+        self.budgets = tuple(sorted(seen, key=lambda b: b.id))  # one lock order for all
         self.blocking = tuple(b for b in self.budgets if b.blocks)
+        self.seen = {limits.id: found for limits, found in seen.items()}
 
     async def before_call(self) -> None:
-        if not self.blocking:
-            return
-        spent = await in_db(spent_now)(self.blocking)
+        now = datetime.now(UTC)
         for limits in self.blocking:
-            found = spent.get(limits.id, Spent())
-            if limits.spent_out(found):
-                raise RunFailure(FailureCode.BUDGET_EXCEEDED, limits.spent_message(found))
+            seen = self.seen[limits.id]
+            # A new period (midnight, the 1st) starts from nothing.
+            spent = seen.spent if seen.start == period_start(limits.period, now) else Spent()
+            if limits.spent_out(spent):
+                raise RunFailure(FailureCode.BUDGET_EXCEEDED, limits.spent_message(spent))
 
     async def after_call(self, model: str, usage: Usage, cost_usd: float | None) -> None:
         tokens = usage.input_tokens + usage.output_tokens
         # Unpriced (None): its tokens count, its dollars are unknown and count nothing.
         usd = Decimal(str(cost_usd)) if cost_usd else Decimal(0)
         if tokens or usd:
-            await in_db(charge)(self.budgets, usd, tokens)
+            self.seen.update(await in_db(charge)(self.budgets, usd, tokens))
 
 
-def spent_now(budgets: Sequence[BudgetLimits]) -> dict[uuid.UUID, Spent]:
-    """This period's spend of each budget (none yet: absent)."""
-    ids, starts = _periods(budgets)
-    with connection.cursor() as cursor:
-        cursor.execute(_spent_sql(), {"budgets": ids, "starts": starts})
-        return {row[0]: Spent(row[1], row[2]) for row in cursor.fetchall()}
-
-
-def charge(budgets: Sequence[BudgetLimits], usd: Decimal, tokens: int) -> None:
+def charge(budgets: Sequence[BudgetLimits], usd: Decimal, tokens: int) -> dict[uuid.UUID, Seen]:
     """Add one model call's cost and tokens to each budget's row of its period (made if
-    new), in one statement; then send the warnings this call made due, each claimed by one
-    process only."""
+    new), in one statement, and answer their new totals; then send the warnings this call
+    made due, each claimed by one process only."""
     ids, starts = _periods(budgets)
     params: dict[str, Any] = {"budgets": ids, "starts": starts, "usd": usd, "tokens": tokens}
     try:
@@ -131,16 +138,19 @@ def charge(budgets: Sequence[BudgetLimits], usd: Decimal, tokens: int) -> None:
             rows = cursor.fetchall()
     except IntegrityError:  # a budget deleted by a statement running alongside this one
         logger.info("budgets %s: one was deleted during the charge; not charged", ids)
-        return
+        return {}
     by_id = {b.id: b for b in budgets}
+    seen = {}
     for spend_id, budget_id, start, spent_usd, spent_tokens, warned_80, warned_100 in rows:
         limits, spent = by_id[budget_id], Spent(spent_usd, spent_tokens)
+        seen[budget_id] = Seen(start, spent)
         percent = limits.used(spent) * 100
         for threshold, warned in zip(WARN_AT, (warned_80, warned_100), strict=True):
             if warned is None and percent >= threshold:
                 budget_warning_send(
                     limits=limits, spend_id=spend_id, start=start, spent=spent, threshold=threshold
                 )
+    return seen
 
 
 def _periods(budgets: Sequence[BudgetLimits]) -> tuple[list[uuid.UUID], list[Any]]:
@@ -173,17 +183,6 @@ def _applying_sql() -> str:
                OR b.api_client_id IN (
                    SELECT c.id FROM {t["clients"]} c WHERE c.service_user_id = %(user)s))
         ORDER BY b.id
-    """  # noqa: S608
-
-
-@functools.cache
-def _spent_sql() -> str:
-    t = _tables()
-    return f"""
-        SELECT s.budget_id, s.spent_usd, s.spent_tokens
-        FROM {t["spends"]} s
-        JOIN unnest(%(budgets)s::uuid[], %(starts)s::date[]) AS p(budget_id, start)
-            ON s.budget_id = p.budget_id AND s.period_start = p.start
     """  # noqa: S608
 
 

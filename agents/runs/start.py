@@ -21,7 +21,6 @@ from agentbuilder.errors import DomainError, ErrorItem, Invalid
 from agentbuilder.users import User
 from agents.access.rate_limits import Limits, caller_limits, tokens_admit
 from agents.budgets.gate import BudgetExceeded, BudgetGate, budget_check
-from agents.budgets.limits import BudgetLimits
 from agents.configs import NamedTool, TaskAgentConfig, ToolAgentConfig
 from agents.llm.base import Message
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
@@ -164,8 +163,9 @@ def _checked(request: RunRequest) -> tuple[CallDepth, RunTarget]:
     return call_depth, target
 
 
-def _budgets(request: RunRequest, target: RunTarget) -> tuple[BudgetLimits, ...]:
-    """The budgets that apply to the run. Raises BudgetExceeded (a 402) for a spent one."""
+def _budgets(request: RunRequest, target: RunTarget) -> BudgetGate | None:
+    """The gate of the budgets that apply to the run (None: none does). Raises
+    BudgetExceeded (a 402) for a spent one."""
     return budget_check(
         environment_id=target.environment_id, agent_id=target.agent_id, user_id=request.user.pk
     )
@@ -193,12 +193,12 @@ def _opened(
     run: Run,
     history: tuple[Message, ...],
     call_depth: CallDepth,
-    budgets: tuple[BudgetLimits, ...],
+    budgets: BudgetGate | None,
 ) -> Invocation:
     leases.run_inserted(run.pk)
     spec, run_input = _prepared(request, target, run, history, call_depth)
-    if budgets:  # a run no budget applies to has no gate, and pays nothing for one
-        run_input = replace(run_input, spend=BudgetGate(budgets))
+    if budgets is not None:  # a run no budget applies to has no gate, and pays nothing for one
+        run_input = replace(run_input, spend=budgets)
     invocation = Invocation(
         run.pk, run.response_id, spec, run_input, target.agent_name, target.version_number
     )

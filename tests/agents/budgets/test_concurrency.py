@@ -19,8 +19,7 @@ import pytest
 from django.test import override_settings
 
 from agents.access.tokens import token_encode
-from agents.budgets.gate import spent_now
-from agents.budgets.selectors import budget_limits
+from agents.budgets.selectors import budgets_now
 from agents.budgets.services import BudgetFields, budget_create
 from agents.models import Agent, Budget, Environment, Run
 from tests.fakes.openai import FakeOpenAI
@@ -120,7 +119,7 @@ def fits_ten(owner: Any, env: Environment, agent: Agent, calls: int = 1) -> Budg
 
 
 def spent_tokens(budget: Budget) -> int:
-    return spent_now([budget_limits(budget)])[budget.pk].tokens
+    return budgets_now([budget])[0].spent.tokens
 
 
 def test_fifty_runs_in_flight_at_once_overshoot_by_one_call_each_at_most(

@@ -7,20 +7,26 @@ run, and to no other."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from rest_framework.test import APIClient
 
 from agents.access.api_clients import api_client_create
 from agents.access.permissions import Action
-from agents.budgets.gate import charge, spent_now
-from agents.budgets.selectors import budget_limits
+from agents.budgets.gate import Seen, budget_check, charge
+from agents.budgets.limits import Spent
+from agents.budgets.periods import period_start
+from agents.budgets.selectors import budget_limits, budgets_now
 from agents.budgets.services import BudgetFields, budget_create
 from agents.examples import CALCULATOR
+from agents.llm.base import Usage
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Agent, Budget, Environment, LLMModel, Run
+from agents.runtime.spec import RunFailure
 from tests.conftest import client_for
 from tests.factories import UserFactory
 from tests.support.native import read_stream
@@ -65,8 +71,8 @@ def budget(
 
 
 def spent(made: Budget) -> tuple[Decimal, int]:
-    found = spent_now([budget_limits(made)]).get(made.pk)
-    return (found.usd, found.tokens) if found else (Decimal(0), 0)
+    found = budgets_now([made])[0].spent
+    return found.usd, found.tokens
 
 
 def invoke(client: APIClient, agent: Agent, **extra: Any) -> Any:
@@ -280,3 +286,30 @@ def test_charging_a_budget_deleted_during_the_run_charges_the_others(
     charge(limits, Decimal(0), 7)  # no error: the run goes on
 
     assert spent(kept)[1] == 7
+
+
+def test_a_run_no_budget_applies_to_has_no_gate(
+    owner: Any, env: Environment, calculator: Agent, make_agent: Any
+) -> None:
+    budget(owner, env, scope="agent", target=make_agent("other").pk, tokens=5)
+
+    assert budget_check(environment_id=env.pk, agent_id=calculator.pk, user_id=owner.pk) is None
+
+
+def test_the_gate_stops_on_the_total_it_last_saw_and_a_new_period_starts_afresh(
+    owner: Any, env: Environment, calculator: Agent
+) -> None:
+    made = budget(owner, env, tokens=10)
+    gate = budget_check(environment_id=env.pk, agent_id=calculator.pk, user_id=owner.pk)
+    assert gate is not None
+    async_to_sync(gate.before_call)()  # 0 of 10
+
+    async_to_sync(gate.after_call)("m", Usage(6, 4), None)  # its charge answers 10 of 10
+    with pytest.raises(RunFailure) as stopped:
+        async_to_sync(gate.before_call)()
+    assert stopped.value.code == "budget_exceeded"
+    assert spent(made) == (Decimal(0), 10)
+
+    yesterday = period_start("day") - timedelta(days=1)
+    gate.seen[made.pk] = Seen(yesterday, Spent(tokens=10))
+    async_to_sync(gate.before_call)()  # yesterday's total does not stop today's calls
