@@ -640,14 +640,15 @@ async def parts_alone(
 
     agent = uuid.UUID(data.agent_id)
     environment = await in_db(default_environment)()
-    gate, limits = BudgetGate(await in_db(applying)(environment)), await in_db(caller_limits)()
+    gate, limits = await in_db(applying)(environment), await in_db(caller_limits)()
+    assert isinstance(gate, BudgetGate), "the bench's budgets apply to its agent"
     usage, cost = Usage(*USAGE), float(call)
     admit_request = rate_limits.request_admit
     cases: list[Part] = [
         ("a hop with one statement (SELECT 1)", True, lambda: in_db(select_one)()),
         ("budget_check, no budget applies", False, lambda: in_db(applying)(uuid.uuid4())),
         ("budget_check, two apply", False, lambda: in_db(applying)(environment)),
-        ("gate.before_call: the spend read", True, gate.before_call),
+        ("gate.before_call (reads nothing)", True, gate.before_call),
         ("gate.after_call: the charge", True, lambda: gate.after_call("m", usage, cost)),
         ("request_admit (requestsPerMinute)", False, lambda: in_db(admit_request)(limits)),
         ("tokens_admit (tokensPerMinute)", False, lambda: in_db(rate_limits.tokens_admit)(limits)),
