@@ -309,10 +309,10 @@ RUN_QUEUE_TIMEOUT_SECONDS = env.float("RUN_QUEUE_TIMEOUT_SECONDS", default=3600.
 # A run's stored events (GET /v1/runs/{id}/events) are kept this many seconds after it
 # ended, then pruned by the liveness passes (agents.runs.event_prune).
 RUN_EVENTS_TTL = env.float("RUN_EVENTS_TTL", default=86400.0)
-# Classes (dotted paths) that see every run's events and may stop a run: budgets,
-# approvals, telemetry plug in here (agents.runs.hooks).
-# The platform's own come first; the variable adds to them.
-RUN_HOOKS = ["agents.access.rate_limits.TokensCharged", *env.list("RUN_HOOKS", default=[])]
+# Classes (dotted paths) that see every run's events and may stop a run: telemetry and
+# policies plug in here (agents.runs.hooks). Budgets and tokensPerMinute do not: they are
+# the run's spend gate, which sees each model call (agents.runs.spending).
+RUN_HOOKS = env.list("RUN_HOOKS", default=[])
 # Without a broker, uploads are ingested by this many threads of the web process, after
 # the 202 answer; 0: inside the upload request (the tests, whose rows other threads
 # cannot see).

@@ -1,8 +1,8 @@
 """Rate limits of API clients and users (docs/api.md#rate-limits): `requestsPerMinute`
 counts every authenticated /v1 request (`request_admit`, from the throttle
 agents.access.throttling.CallerRateThrottle); `tokensPerMinute` is charged with a run's
-tokens when it ends (`TokensCharged`, a run hook) and a new run is refused while the
-minute's tokens have reached it (`tokens_admit`, from agents.runs.start).
+tokens when it ends (`TokensCharged`, part of the run's spend gate) and a new run is refused
+while the minute's tokens have reached it (`tokens_admit`, from agents.runs.start).
 
 Windows are fixed minutes of Unix time, counted across processes: in Redis (INCRBY and
 EXPIRE) when RATE_LIMITS_REDIS_URL names one, else in PostgreSQL (one upsert into
@@ -14,28 +14,21 @@ the user by the authentication (agents.access.tokens).
 from __future__ import annotations
 
 import functools
-import logging
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.db import connection
 from django.dispatch import receiver
 
-from agentbuilder.db import in_db
 from agentbuilder.errors import RateLimited
 from agentbuilder.users import User
-from agents.models import RateWindow, RunStatus
-from agents.runtime.events import Event, ResponseCompleted, ResponseFailed
-
-if TYPE_CHECKING:
-    from agents.runs.start import Invocation
-
-logger = logging.getLogger(__name__)
+from agents.llm.base import Usage
+from agents.models import RateWindow
 
 WINDOW_SECONDS = 60
 Measure = Literal["requests", "tokens"]
@@ -126,26 +119,26 @@ def _window(now: float | None) -> tuple[int, int]:
 
 
 class TokensCharged:
-    """The run hook (RUN_HOOKS) that charges a run's tokens to its caller when it ends: the
-    usage of its last event, for callers with a tokensPerMinute only."""
+    """The part of a run's spend gate (agents.runtime.spec.SpendGate) that charges its
+    model calls' tokens to its caller's minute, for callers with a tokensPerMinute: kept
+    in memory as the calls end and charged once, in the hop that writes the run's end, so
+    a run of any length costs one statement, and a run resumed after an approval charges
+    only its own calls. A run never stops for it: new runs wait (`tokens_admit`)."""
 
-    async def on_event(self, invocation: Invocation, event: Event) -> None:
-        limits = invocation.limits
-        if limits is None or limits.tokens_per_minute is None:
-            return
-        if not isinstance(event, ResponseCompleted | ResponseFailed):
-            return
-        tokens = event.usage.total_tokens
-        if tokens <= 0:
-            return
-        try:
-            await in_db(tokens_charge)(limits, tokens)
-        except Exception:
-            # A counter that is down costs the caller nothing; it must not fail the run.
-            logger.exception("run %s: its tokens could not be charged", invocation.run_id)
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.tokens = 0
 
-    async def on_end(self, invocation: Invocation, status: RunStatus) -> None:
+    async def before_call(self) -> None:
         return None
+
+    async def after_call(self, model: str, usage: Usage, cost_usd: float | None) -> None:
+        self.tokens += usage.input_tokens + usage.output_tokens
+
+    def settle(self) -> None:
+        tokens, self.tokens = self.tokens, 0
+        if tokens > 0:
+            tokens_charge(self.limits, tokens)
 
 
 # ---------------------------------------------------------------- counters

@@ -9,7 +9,8 @@ therefore be charged for at most one more call: together, runs overshoot a budge
 most one model call each.
 
 A run that no budget applies to gets no gate: its whole cost is the one indexed read at its
-start (`budget_check`). A run that budgets apply to pays one statement per model call.
+start (`budget_check`). A run that budgets apply to pays one statement per model call, and
+its last call's rides in the hop that writes the run's end (`settle`, from the recorder).
 """
 
 from __future__ import annotations
@@ -54,36 +55,39 @@ class BudgetExceeded(DomainError):
 def budget_check(
     *, environment_id: uuid.UUID, agent_id: uuid.UUID, user_id: Any
 ) -> BudgetGate | None:
-    """The gate of a run of `agent_id` called by `user_id`: the budgets that apply (the
-    environment's, the agent's, the user's, and its API client's if it is one), read with
-    this period's spend in one statement; None when none does. Raises BudgetExceeded for a
-    blocking one that is spent."""
+    """The gate of a run of `agent_id` called by `user_id` (see `budget_gate`), read in a
+    statement of its own. The run path reads the same rows inside its lookup statement
+    instead (agents.runs.lookup), at no statement of its own."""
     now = datetime.now(UTC)
-    params = {
-        "environment": environment_id,
-        "agent": agent_id,
-        "user": user_id,
-        "day": period_start("day", now),
-        "month": period_start("month", now),
-    }
+    sql = "SELECT " + applying_sql(environment="%(environment)s", agent="%(agent)s")
+    params = {"environment": environment_id, "agent": agent_id, "user": user_id}
     with connection.cursor() as cursor:
-        cursor.execute(_applying_sql(), params)
-        rows = cursor.fetchall()
+        cursor.execute(sql, params | applying_params(now))
+        row = cursor.fetchone()
+    return budget_gate(row[0] if row else None, environment_id=environment_id, now=now)
+
+
+def budget_gate(
+    rows: Sequence[Sequence[Any]] | None, *, environment_id: uuid.UUID, now: datetime
+) -> BudgetGate | None:
+    """The gate of the budgets `applying_sql` found (the environment's, the agent's, the
+    user's, and its API client's if it is one) with this period's spend; None when none
+    does. Raises BudgetExceeded for a blocking one that is spent."""
     if not rows:
         return None
     seen = {}
     for row in rows:
         limits = BudgetLimits(
-            id=row[0],
+            id=uuid.UUID(row[0]),
             environment_id=environment_id,
             scope=row[1],
-            target=None if row[2] is None else str(row[2]),
+            target=row[2],
             period=row[3],
-            limit_usd=row[4],
+            limit_usd=None if row[4] is None else Decimal(row[4]),
             limit_tokens=row[5],
             action=row[6],
         )
-        spent = Spent(row[7], row[8])
+        spent = Spent(Decimal(row[7]), int(row[8]))
         if limits.blocks and limits.spent_out(spent):
             raise BudgetExceeded(limits, spent)
         seen[limits] = Seen(period_start(limits.period, now), spent)
@@ -100,16 +104,19 @@ class Seen:
 
 class BudgetGate:
     """The spend gate of a run that budgets apply to: before each model call, a blocking
-    budget whose total the run last saw is spent ends the run `budget_exceeded` (nothing
-    is read: the totals came with the run's start and with each charge); after each call
-    its usage is charged to all of them, and their new totals kept."""
+    budget whose total the run last saw is spent ends the run `budget_exceeded` (the totals
+    came with the run's start and with each charge); each call's usage is charged to all
+    of them before the next call, or with the run's end, and their new totals kept."""
 
     def __init__(self, seen: Mapping[BudgetLimits, Seen]) -> None:
         self.budgets = tuple(sorted(seen, key=lambda b: b.id))  # one lock order for all
         self.blocking = tuple(b for b in self.budgets if b.blocks)
         self.seen = {limits.id: found for limits, found in seen.items()}
+        self.pending = Spent()  # the last call's usage, not charged yet
 
     async def before_call(self) -> None:
+        if self.pending.tokens or self.pending.usd:  # the last call's, with the totals it answers
+            await in_db(self.settle)()
         now = datetime.now(UTC)
         for limits in self.blocking:
             seen = self.seen[limits.id]
@@ -119,11 +126,19 @@ class BudgetGate:
                 raise RunFailure(FailureCode.BUDGET_EXCEEDED, limits.spent_message(spent))
 
     async def after_call(self, model: str, usage: Usage, cost_usd: float | None) -> None:
-        tokens = usage.input_tokens + usage.output_tokens
-        # Unpriced (None): its tokens count, its dollars are unknown and count nothing.
-        usd = Decimal(str(cost_usd)) if cost_usd else Decimal(0)
-        if tokens or usd:
-            self.seen.update(await in_db(charge)(self.budgets, usd, tokens))
+        # Kept until the next call or the run's end: the run starts no call before it is
+        # charged, so at any time a run has at most one call uncharged, which is what the
+        # bound on overshoot needs (the module's docstring).
+        self.pending = Spent(
+            self.pending.usd + (Decimal(str(cost_usd)) if cost_usd else Decimal(0)),
+            self.pending.tokens + usage.input_tokens + usage.output_tokens,
+        )
+
+    def settle(self) -> None:
+        """Charge the kept call (unpriced: its tokens count, its dollars nothing)."""
+        pending, self.pending = self.pending, Spent()
+        if pending.tokens or pending.usd:
+            self.seen.update(charge(self.budgets, pending.usd, pending.tokens))
 
 
 def charge(budgets: Sequence[BudgetLimits], usd: Decimal, tokens: int) -> dict[uuid.UUID, Seen]:
@@ -167,23 +182,34 @@ def _tables() -> dict[str, str]:
     }
 
 
-@functools.cache
-def _applying_sql() -> str:
+def applying_params(now: datetime) -> dict[str, date]:
+    """The parameters `applying_sql` names: the periods' starts at `now`."""
+    return {"budget_day": period_start("day", now), "budget_month": period_start("month", now)}
+
+
+def applying_sql(*, environment: str, agent: str) -> str:
+    """A scalar subquery: the budgets that apply to a run of `agent` in `environment` (SQL
+    expressions) by the caller `%(user)s`, with this period's spend, as a JSON array of
+    [id, scope, target, period, limit_usd, limit_tokens, action, spent_usd, spent_tokens]
+    (numbers as text, so that no dollar passes through a float), or NULL when none does.
+    One index probe when the environment has no budget."""
     t = _tables()
-    # Table names from the models' metadata; every value is a parameter.
-    return f"""
-        SELECT b.id, b.scope, COALESCE(b.agent_id::text, b.user_id::text, b.api_client_id::text),
-            b.period, b.limit_usd, b.limit_tokens, b.action,
-            COALESCE(s.spent_usd, 0), COALESCE(s.spent_tokens, 0)
+    # Table names from the models' metadata, expressions from this package's callers;
+    # every value is a parameter.
+    return f"""(
+        SELECT json_agg(json_build_array(
+            b.id, b.scope, COALESCE(b.agent_id::text, b.user_id::text, b.api_client_id::text),
+            b.period, b.limit_usd::text, b.limit_tokens, b.action,
+            COALESCE(s.spent_usd, 0)::text, COALESCE(s.spent_tokens, 0)) ORDER BY b.id)
         FROM {t["budgets"]} b
         LEFT JOIN {t["spends"]} s ON s.budget_id = b.id
-            AND s.period_start = CASE b.period WHEN 'day' THEN %(day)s ELSE %(month)s END
-        WHERE b.environment_id = %(environment)s
-          AND (b.scope = 'environment' OR b.agent_id = %(agent)s OR b.user_id = %(user)s
+            AND s.period_start = CASE b.period
+                WHEN 'day' THEN %(budget_day)s::date ELSE %(budget_month)s::date END
+        WHERE b.environment_id = {environment}
+          AND (b.scope = 'environment' OR b.agent_id = {agent} OR b.user_id = %(user)s
                OR b.api_client_id IN (
                    SELECT c.id FROM {t["clients"]} c WHERE c.service_user_id = %(user)s))
-        ORDER BY b.id
-    """  # noqa: S608
+    )"""  # noqa: S608
 
 
 @functools.cache

@@ -4,10 +4,12 @@ reference names and its model's provider, in one round trip on every call."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -16,6 +18,7 @@ from django.db import connection
 from agentbuilder.errors import Invalid, NotFound
 from agentbuilder.users import User
 from agents.access.permissions import Action, held_array
+from agents.budgets.gate import applying_params, applying_sql
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Agent, AgentType, AgentVersion, Environment, LLMModel
 from agents.runtime.pricing import Price
@@ -39,6 +42,10 @@ class RunTarget:
     # USD per million tokens of the model that answers (the offline model's under
     # LLM_OFFLINE): None when the catalog has no price for it.
     price: Price | None = None
+    # The run path's: the budgets that apply to the caller's run, with their spend at
+    # `read_at` (agents.budgets.gate.applying_sql); None when none does.
+    budgets: list[list[Any]] | None = None
+    read_at: datetime | None = None
     # The config's fallbackModels the catalog still serves, in their order.
     fallbacks: tuple[CatalogModel, ...] = ()
 
@@ -63,7 +70,8 @@ def run_target(*, user: User, environment: Environment, agent_id: uuid.UUID, ref
         agent_get_to_invoke(user=user, environment=environment, agent_id=agent_id)
         raise
     kind = version_kind(parsed)
-    row = _fetch(_invoke_sql(kind), _params(agent_id, parsed, user=user.pk))
+    now = datetime.now(UTC)
+    row = _fetch(_invoke_sql(kind), _params(agent_id, parsed, user=user.pk) | applying_params(now))
     held = None
     if row is not None:
         held = set(Action) if user.is_superuser else set(row[_HELD])
@@ -73,7 +81,7 @@ def run_target(*, user: User, environment: Environment, agent_id: uuid.UUID, ref
     if row[_VERSION] is None:
         what = "Alias" if kind == "alias" else "Version"
         raise NotFound(f"{what} '{ref}' of agent '{row[_NAME]}' not found.")
-    return _target(row)
+    return dataclasses.replace(_target(row), budgets=row[_BUDGETS], read_at=now)
 
 
 def task_target(
@@ -130,14 +138,16 @@ def _price(prices: Sequence[Any]) -> Price | None:
 
 
 # The row both statements select, by position: the agent's, the version's, the provider,
-# the prices, the fallback models; the invoke path's adds the caller's grants.
-_NAME, _ENVIRONMENT, _VERSION, _FALLBACKS, _HELD = 1, 3, 4, 11, 12
+# the prices, the fallback models; the invoke path's adds the caller's grants and the
+# budgets that apply to its run (agents.budgets.gate.applying_sql).
+_NAME, _ENVIRONMENT, _VERSION, _FALLBACKS, _HELD, _BUDGETS = 1, 3, 4, 11, 12, 13
 _CONFIG = AgentVersion._meta.get_field("config")
 
 
 @functools.cache
 def _invoke_sql(kind: str) -> str:
-    return _statement(kind, columns=f", {held_array('a')} AS held")
+    budgets = applying_sql(environment="a.environment_id", agent="a.id")
+    return _statement(kind, columns=f", {held_array('a')} AS held, {budgets} AS budgets")
 
 
 @functools.cache

@@ -14,6 +14,7 @@ from agents.models import ApprovalStatus, Run, RunStatus
 from agents.runs import leases
 from agents.runs.approvals import approval_rows_json, approvals_insert_sql, deadline, paused_json
 from agents.runs.event_log import EventLog, insert_sql
+from agents.runs.spending import settle
 from agents.runs.start import Invocation
 from agents.runtime.approvals import PausedTurn
 from agents.runtime.events import Event, ResponseCompleted, ResponseFailed
@@ -162,6 +163,8 @@ class RunRecorder:
                 }
             with connection.cursor() as cursor:
                 cursor.execute(statement, params)
+            # What the run's last model call spent, charged in this hop, not one of its own.
+            settle(invocation.run_input.spend, invocation.run_id)
         finally:
             # Written or not: a run this process failed to write is left to its lease.
             leases.run_ended(self.invocation.run_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -19,8 +19,8 @@ from agentbuilder import liveness
 from agentbuilder.db import insert_new
 from agentbuilder.errors import DomainError, ErrorItem, Invalid
 from agentbuilder.users import User
-from agents.access.rate_limits import Limits, caller_limits, tokens_admit
-from agents.budgets.gate import BudgetExceeded, BudgetGate, budget_check
+from agents.access.rate_limits import TokensCharged, caller_limits, tokens_admit
+from agents.budgets.gate import BudgetExceeded, BudgetGate, budget_gate
 from agents.configs import NamedTool, TaskAgentConfig, ToolAgentConfig
 from agents.llm.base import Message
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
@@ -29,6 +29,7 @@ from agents.runs import leases
 from agents.runs.lookup import RunTarget, run_target
 from agents.runs.request import RunRequest, can_pause, request_json
 from agents.runs.spec import agent_spec, retrievers, with_max_iterations, with_request_servers
+from agents.runs.spending import spend_gate
 from agents.runtime.depth import CallDepth
 from agents.runtime.engine import new_response_id
 from agents.runtime.failures import FailureCode
@@ -65,8 +66,6 @@ class Invocation:
     # A resumed run: the events and steps of its turns before, which this one continues.
     events_before: int = 0
     steps_before: list[dict[str, Any]] = field(default_factory=list)
-    # The caller's rate limits, which its tokens are charged to (agents.access.rate_limits).
-    limits: Limits | None = None
 
     @property
     def answered_by(self) -> str:
@@ -164,10 +163,12 @@ def _checked(request: RunRequest) -> tuple[CallDepth, RunTarget]:
 
 
 def _budgets(request: RunRequest, target: RunTarget) -> BudgetGate | None:
-    """The gate of the budgets that apply to the run (None: none does). Raises
-    BudgetExceeded (a 402) for a spent one."""
-    return budget_check(
-        environment_id=target.environment_id, agent_id=target.agent_id, user_id=request.user.pk
+    """The gate of the budgets that apply to the run (None: none does), as its lookup read
+    them. Raises BudgetExceeded (a 402) for a spent one."""
+    return budget_gate(
+        target.budgets,
+        environment_id=target.environment_id,
+        now=target.read_at or datetime.now(UTC),
     )
 
 
@@ -197,12 +198,13 @@ def _opened(
 ) -> Invocation:
     leases.run_inserted(run.pk)
     spec, run_input = _prepared(request, target, run, history, call_depth)
-    if budgets is not None:  # a run no budget applies to has no gate, and pays nothing for one
-        run_input = replace(run_input, spend=budgets)
+    limits = caller_limits(request.user)
+    tokens = None if limits is None or limits.tokens_per_minute is None else TokensCharged(limits)
+    # A run nothing applies to has no gate, and pays nothing for one.
+    run_input = replace(run_input, spend=spend_gate((budgets, tokens)))
     invocation = Invocation(
         run.pk, run.response_id, spec, run_input, target.agent_name, target.version_number
     )
-    invocation.limits = caller_limits(request.user)
     if run_input.can_pause:
         invocation.request = request
     leases.run_opened(run.pk, invocation)

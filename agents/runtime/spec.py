@@ -123,13 +123,19 @@ class RunInput:
 
 
 class SpendGate(Protocol):
-    """Sees every model call of a run, nested task agents' included."""
+    """Sees every model call of a run, nested task agents' included. A gate may keep a
+    call's charge until the next `before_call` or the run's end (`settle`): one database
+    hop a model call instead of two, and none for a run's last."""
 
     async def before_call(self) -> None:
         """Before a model call. Raise RunFailure to end the run instead."""
 
     async def after_call(self, model: str, usage: Usage, cost_usd: float | None) -> None:
         """A call reported its usage; `cost_usd` None: the model has no price."""
+
+    def settle(self) -> None:
+        """Charge what is still kept, however the run ended. Called by the recorder in the
+        database thread that writes the run's end (agents.runs.record)."""
 
 
 class RunFailure(Exception):

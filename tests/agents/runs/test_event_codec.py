@@ -83,7 +83,11 @@ def test_the_examples_cover_the_closed_set() -> None:
 
 def test_the_stored_shape_names_the_type_in_snake_case() -> None:
     assert event_json(TextDelta("hi")) == {"type": "text_delta", "text": "hi"}
-    assert event_json(ResponseFailed("x", "y"))["usage"] == {"input_tokens": 0, "output_tokens": 0}
+    assert event_json(ResponseFailed("x", "y"))["usage"] == {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cached_input_tokens": 0,
+    }
 
 
 def test_a_field_the_writer_did_not_know_takes_its_default() -> None:

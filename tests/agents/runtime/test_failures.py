@@ -14,6 +14,7 @@ EXPECTED = {
     **dict.fromkeys(CLIENTS, 400),
     FailureCode.FORBIDDEN: 403,  # a schedule's owner who may no longer run the agent
     FailureCode.PROVIDER_TIMEOUT: 504,
+    FailureCode.BUDGET_EXCEEDED: 402,  # as the refusal before a run (docs/api.md#budgets)
 }
 
 
