@@ -644,15 +644,26 @@ async def parts_alone(
     assert isinstance(gate, BudgetGate), "the bench's budgets apply to its agent"
     usage, cost = Usage(*USAGE), float(call)
     admit_request = rate_limits.request_admit
+
+    async def next_call() -> None:
+        # A call ends (kept), the next begins: its before_call charges the kept one.
+        await gate.after_call("m", usage, cost)
+        await gate.before_call()
+
+    async def last_call() -> None:
+        # A run's last call, charged by the recorder's settle in the hop of the run's end.
+        await gate.after_call("m", usage, cost)
+        await in_db(gate.settle)()
+
     cases: list[Part] = [
         ("a hop with one statement (SELECT 1)", True, lambda: in_db(select_one)()),
-        ("budget_check, no budget applies", False, lambda: in_db(applying)(uuid.uuid4())),
-        ("budget_check, two apply", False, lambda: in_db(applying)(environment)),
-        ("gate.before_call (reads nothing)", True, gate.before_call),
-        ("gate.after_call: the charge", True, lambda: gate.after_call("m", usage, cost)),
+        ("budgets read, none apply (lookup)", False, lambda: in_db(applying)(uuid.uuid4())),
+        ("budgets read, two apply (lookup)", False, lambda: in_db(applying)(environment)),
+        ("a call charged before the next", True, next_call),
+        ("the last call charged (the end's hop)", False, last_call),
         ("request_admit (requestsPerMinute)", False, lambda: in_db(admit_request)(limits)),
         ("tokens_admit (tokensPerMinute)", False, lambda: in_db(rate_limits.tokens_admit)(limits)),
-        ("tokens_charge (a run's end)", True, lambda: in_db(rate_limits.tokens_charge)(limits, 1)),
+        ("tokens_charge (end hop)", False, lambda: in_db(rate_limits.tokens_charge)(limits, 1)),
     ]  # fmt: skip
     spent = {name: [0.0, 0.0] for name, _, _ in cases}
     for order in (cases, cases[::-1]):
