@@ -98,6 +98,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "agentbuilder.api.middleware.body_limit",
+    # Where a change comes from, for the audit log (agents.audit.context).
+    "agents.audit.context.audit_middleware",
     "agentbuilder.static_files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

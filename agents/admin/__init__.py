@@ -1,5 +1,6 @@
 """The admin: environments, agents and their versions, catalogs, API clients, MCP servers,
-runs, usage, the approvals inbox, schedules, datasets (documents: retrieval.admin)."""
+runs, usage, the approvals inbox, the audit log, schedules, datasets (documents:
+retrieval.admin)."""
 
 from agents.access import admin as access
 from agents.admin import (
@@ -10,6 +11,7 @@ from agents.admin import (
     usage,
     versions,
 )
+from agents.audit import admin as audit  # registers AuditRecord's read-only page
 from agents.budgets import admin as budgets  # registers Budget's admin, with progress bars
 from agents.evals import admin as evals  # registers Dataset's admin
 from agents.mcp_registry import admin as mcp_registry  # registers McpServer's admin
@@ -22,6 +24,7 @@ __all__ = [
     "access",
     "agents",
     "approvals",
+    "audit",
     "budgets",
     "evals",
     "llm_models",

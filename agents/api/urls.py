@@ -2,6 +2,7 @@ from django.urls import path
 
 from agents.access.api import TokenView
 from agents.api import agents, aliases, catalogs, runs, usage, versions
+from agents.audit import urls as audit
 from agents.budgets import urls as budgets
 from agents.evals import urls as evals
 from agents.mcp_registry import urls as mcp_registry
@@ -54,6 +55,7 @@ urlpatterns = [
     ),
     *webhooks.urlpatterns,  # /webhook-secret, /agents/{id}/webhooks
     *budgets.urlpatterns,  # /budgets
+    *audit.urlpatterns,  # /audit
     # The protocols' routes, each in its own package (docs/architecture.md#request-path).
     *chat_completions.urlpatterns,
     *openai.urlpatterns,

@@ -200,6 +200,10 @@ class BudgetAdmin(EnvironmentScopedAdmin):
     def delete_model(self, request: HttpRequest, obj: Budget) -> None:
         services.budget_delete(user=request_user(request), budget=obj)
 
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Budget]) -> None:
+        for budget in queryset.select_related("environment"):  # each in the audit log
+            services.budget_delete(user=request_user(request), budget=budget)
+
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
         if request.method == "GET":
             for near in selectors.budgets_near_limit(user=request_user(request)):

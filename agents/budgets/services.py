@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.contrib.auth import get_user_model
+from django.db import transaction
 
 from agentbuilder.errors import ErrorItem, Invalid, Loc, NotFound
 from agentbuilder.users import User
 from agents.access.permissions import Action, agents_with, require_on_environment
+from agents.audit.services import audit_record, created, diff, snapshot
 from agents.models import APIClient, Budget, BudgetAction, BudgetPeriod, BudgetScope, Environment
 
 # Past these a limit is a typo (cents for dollars, a misplaced digit), not a budget.
@@ -20,6 +22,20 @@ MAX_USD = Decimal(1_000_000)
 MAX_TOKENS = 10**12
 USD_PLACES = 6
 MAX_USER_ID = 2**31 - 1  # auth's users have 32-bit ids
+
+
+# What a budget's records show of it.
+AUDITED_FIELDS = (
+    "scope",
+    "agent",
+    "user",
+    "api_client",
+    "period",
+    "limit_usd",
+    "limit_tokens",
+    "action",
+    "description",
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +66,7 @@ class BudgetFields:
         )
 
 
+@transaction.atomic
 def budget_create(
     *, user: User, environment: Environment, fields: BudgetFields, loc: Loc = ("body",)
 ) -> Budget:
@@ -59,23 +76,41 @@ def budget_create(
     budget = Budget(environment=environment, created_by=user)
     _assign(budget, user, fields, loc)
     budget.save()
+    audit_record(
+        user=user,
+        action="create",
+        obj=budget,
+        environment=environment,
+        changes=created(snapshot(budget, AUDITED_FIELDS)),
+    )
     return budget
 
 
+@transaction.atomic
 def budget_update(
     *, user: User, budget: Budget, fields: BudgetFields, loc: Loc = ("body",)
 ) -> Budget:
     """Change a budget to `fields` (its spend so far stays). Raises as budget_create."""
     require_on_environment(user, budget.environment, Action.EDIT)
+    before = snapshot(budget, AUDITED_FIELDS)
     _assign(budget, user, fields, loc)
     budget.save()
+    changed = diff(before, snapshot(budget, AUDITED_FIELDS))
+    if changed:
+        audit_record(
+            user=user, action="update", obj=budget, environment=budget.environment, changes=changed
+        )
     return budget
 
 
+@transaction.atomic
 def budget_delete(*, user: User, budget: Budget) -> None:
     """Remove a budget and its spend; runs under way stop being charged for it."""
     require_on_environment(user, budget.environment, Action.EDIT)
+    budget_id = budget.pk
     budget.delete()
+    budget.pk = budget_id  # the record names the row that went
+    audit_record(user=user, action="delete", obj=budget, environment=budget.environment)
 
 
 def _assign(budget: Budget, user: User, fields: BudgetFields, loc: Loc) -> None:

@@ -14,6 +14,7 @@ from agentbuilder.errors import DomainError, ErrorItem, Invalid, NotFound
 from agentbuilder.users import User
 from agentbuilder.wire import parse
 from agents.access.permissions import Action
+from agents.audit.context import audit_origin
 from agents.config_files.documents import (
     BY_NAME,
     AgentEntry,
@@ -25,7 +26,7 @@ from agents.config_files.documents import (
     renamed,
 )
 from agents.mcp_registry.selectors import mcp_server_by_ref
-from agents.models import Agent, Environment
+from agents.models import Agent, AuditSurface, Environment
 from agents.selectors.agents import agent_get_by_name
 from agents.services.agents import agent_create, agent_update
 from agents.services.config_check import config_validate
@@ -90,7 +91,8 @@ def agents_import(
     found, problems = _paths(paths)
     files = _load(found, problems)
     changes: dict[str, Change] = {}
-    with transaction.atomic():
+    # Recorded in the audit log as the import's (its address, when a request runs it).
+    with audit_origin(AuditSurface.IMPORT), transaction.atomic():
         # Task agents first: a tool agent may call one that this import creates.
         for file in sorted(files, key=lambda f: f.entry.agent_type == "tool"):
             try:

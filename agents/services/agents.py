@@ -13,12 +13,16 @@ from agentbuilder.db import unique_violation
 from agentbuilder.errors import Conflict, ErrorItem, Invalid, NotFound
 from agentbuilder.users import User
 from agents.access.permissions import Action, require_on_environment
+from agents.audit.services import audit_record, created, diff, snapshot
 from agents.models import NAME_PATTERN, Agent, AgentType, AgentVersion, Environment
 from agents.schedules.services import schedules_delete_for_agent
 from agents.services.config_check import config_validate
 
 NAME_CONSTRAINT = "agent_name_ci_unique_per_environment"
 
+
+# What an agent's records show of it (its config is in its versions).
+AUDITED_FIELDS = ("name", "display_name", "description", "agent_type")
 
 NAME_RULE = "1 to 100 characters: letters, digits, '-', '_' and '.'"
 
@@ -88,6 +92,14 @@ def agent_create(
         config=stored,
         created_by=user,
     )
+    audit_record(
+        user=user,
+        action="create",
+        obj=agent,
+        environment=environment,
+        changes=created(snapshot(agent, AUDITED_FIELDS)),
+    )
+    audit_version_created(user, version, environment)
     return agent, version
 
 
@@ -95,6 +107,7 @@ def agent_create(
 def agent_update(*, user: User, agent: Agent, changes: dict[str, str]) -> Agent:
     """Rename or re-describe an agent (EDIT already checked by the selector)."""
     _check_fields(changes)
+    before = snapshot(agent, changes)
     for field, value in changes.items():
         setattr(agent, field, value)
     agent.modified_by = user
@@ -105,6 +118,15 @@ def agent_update(*, user: User, agent: Agent, changes: dict[str, str]) -> Agent:
         if unique_violation(exc, NAME_CONSTRAINT):
             raise _duplicate(agent.name, agent.environment) from None
         raise
+    changed = diff(before, snapshot(agent, changes))
+    if changed:
+        audit_record(
+            user=user,
+            action="update",
+            obj=agent,
+            environment=agent.environment,
+            changes=changed,
+        )
     return agent
 
 
@@ -114,8 +136,23 @@ def agent_delete(*, user: User, agent: Agent) -> None:
     schedules go."""
     schedules_delete_for_agent(agent=agent)
     now = timezone.now()
-    Agent.objects.filter(pk=agent.pk, deleted_at__isnull=True).update(
+    deleted = Agent.objects.filter(pk=agent.pk, deleted_at__isnull=True).update(
         deleted_at=now, modified_at=now, modified_by=user
+    )
+    if deleted:
+        audit_record(user=user, action="delete", obj=agent, environment=agent.environment)
+
+
+def audit_version_created(user: User, version: AgentVersion, environment: Environment) -> None:
+    """The record of a new version: its number, label and notes (the config is the version's
+    own, kept immutable; docs/api.md#audit-log)."""
+    audit_record(
+        user=user,
+        action="create",
+        obj=version,
+        object_type="version",
+        environment=environment,
+        changes=created(snapshot(version, ("agent", "number", "version_label", "notes"))),
     )
 
 

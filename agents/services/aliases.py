@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from agentbuilder.errors import Conflict, Invalid, Loc, NotFound
 from agentbuilder.users import User
+from agents.audit.services import audit_record
 from agents.models import Agent, AliasChange, AliasGate, Experiment, VersionAlias
 from agents.selectors.aliases import alias_name_problem
 from agents.services.agents import agent_locked
@@ -70,6 +71,19 @@ def alias_set(
         experiment=allowed_by if gated else None,
         forced_reason=forced_reason,
     )
+    changes: dict[str, dict[str, object]] = {
+        "version": {"from": before.number if before else None, "to": version.number}
+    }
+    if forced_reason:
+        changes["forced_reason"] = {"from": None, "to": forced_reason}
+    audit_record(
+        user=user,
+        action="alias.set",
+        obj=alias,
+        object_type="alias",
+        environment=locked.environment,
+        changes=changes,
+    )
     return alias
 
 
@@ -112,6 +126,7 @@ def alias_delete(*, user: User, agent: Agent, name: str, name_loc: Loc = ("path"
     alias = locked.aliases.filter(name__iexact=name).first()
     if alias is None:
         raise NotFound(f"Alias '{name}' of agent '{locked.name}' not found.")
+    alias_id, number = alias.pk, alias.version.number
     alias.delete()
     AliasChange.objects.create(
         agent=locked,
@@ -119,4 +134,13 @@ def alias_delete(*, user: User, agent: Agent, name: str, name_loc: Loc = ("path"
         from_version_id=alias.version_id,
         to_version=None,
         changed_by=user,
+    )
+    alias.pk = alias_id  # the record names the row that went
+    audit_record(
+        user=user,
+        action="alias.delete",
+        obj=alias,
+        object_type="alias",
+        environment=locked.environment,
+        changes={"version": {"from": number, "to": None}},
     )

@@ -12,7 +12,7 @@ from agentbuilder.db import unique_violation
 from agentbuilder.errors import Conflict, Invalid, Loc
 from agentbuilder.users import User
 from agents.models import Agent, AgentVersion
-from agents.services.agents import agent_locked
+from agents.services.agents import agent_locked, audit_version_created
 from agents.services.config_check import config_validate
 
 
@@ -62,4 +62,5 @@ def version_add(
             ) from None
         raise
     Agent.objects.filter(pk=locked.pk).update(modified_at=timezone.now(), modified_by=user)
+    audit_version_created(user, version, locked.environment)
     return version

@@ -70,6 +70,7 @@ class AgentWebhookForm(ServiceForm):
                 enabled=data["enabled"],
             )
         return services.agent_webhook_update(
+            user=self.user,
             webhook=self.instance,
             url=data["url"],
             events=events,
@@ -99,6 +100,14 @@ class AgentWebhookAdmin(EnvironmentScopedAdmin):
 
     def save_model(self, request: HttpRequest, obj: AgentWebhook, form: Any, change: bool) -> None:
         """Nothing left to do: the form saved through the services while it validated."""
+
+    # Through the services, so that each removal is in the audit log (agents.audit).
+    def delete_model(self, request: HttpRequest, obj: AgentWebhook) -> None:
+        services.agent_webhook_delete(user=request_user(request), webhook=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[AgentWebhook]) -> None:
+        for webhook in queryset.select_related("agent__environment"):
+            services.agent_webhook_delete(user=request_user(request), webhook=webhook)
 
     @admin.display(description="events")
     def event_list(self, webhook: AgentWebhook) -> str:

@@ -5,16 +5,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from django.db import transaction
 from django.db.models.functions import Now
 
 from agentbuilder.errors import Loc
 from agentbuilder.users import User
+from agents.audit.services import (
+    CHANGED,
+    audit_record,
+    created,
+    diff,
+    snapshot,
+    url_shown,
+)
 from agents.models import Agent, AgentWebhook, DeliveryStatus, WebhookDelivery
 from agents.webhooks import dispatch
 from agents.webhooks.events import RUN_END_EVENTS, WebhookEvent
 from agents.webhooks.guard import webhook_url_check, webhooks_check_enabled
 
+# What a webhook's records show of it; its URL without the credentials it may carry.
+AUDITED_FIELDS = ("agent", "url", "events", "description", "enabled")
 
+
+def _audited(webhook: AgentWebhook) -> dict[str, object]:
+    values = snapshot(webhook, AUDITED_FIELDS)
+    return values | {"url": url_shown(webhook.url)}
+
+
+@transaction.atomic
 def agent_webhook_create(
     *,
     user: User,
@@ -29,7 +47,7 @@ def agent_webhook_create(
     refused by the guard, at `loc` + url; webhooks off)."""
     webhooks_check_enabled((*loc, "url"))
     webhook_url_check(url, (*loc, "url"))
-    return AgentWebhook.objects.create(
+    webhook = AgentWebhook.objects.create(
         agent=agent,
         url=url,
         events=_events(events),
@@ -37,10 +55,21 @@ def agent_webhook_create(
         enabled=enabled,
         created_by=user,
     )
+    audit_record(
+        user=user,
+        action="create",
+        obj=webhook,
+        object_repr=url_shown(webhook.url),
+        environment=agent.environment,
+        changes=created(_audited(webhook)),
+    )
+    return webhook
 
 
+@transaction.atomic
 def agent_webhook_update(
     *,
+    user: User | None,
     webhook: AgentWebhook,
     url: str | None = None,
     events: Sequence[WebhookEvent] | None = None,
@@ -49,6 +78,7 @@ def agent_webhook_update(
     loc: Loc = ("body",),
 ) -> AgentWebhook:
     """Change what is given; a new URL passes the guard first. Raises Invalid."""
+    before, old_url = _audited(webhook), webhook.url
     if url is not None:
         webhooks_check_enabled((*loc, "url"))
         webhook_url_check(url, (*loc, "url"))
@@ -60,13 +90,35 @@ def agent_webhook_update(
     if enabled is not None:
         webhook.enabled = enabled
     webhook.save()
+    changed = diff(before, _audited(webhook))
+    if webhook.url != old_url and "url" not in changed:  # only its credentials changed
+        changed["url"] = {"from": CHANGED, "to": CHANGED}
+    if changed:
+        audit_record(
+            user=user,
+            action="update",
+            obj=webhook,
+            object_repr=url_shown(webhook.url),
+            environment=webhook.agent.environment,
+            changes=changed,
+        )
     return webhook
 
 
-def agent_webhook_delete(*, webhook: AgentWebhook) -> None:
+@transaction.atomic
+def agent_webhook_delete(*, user: User | None, webhook: AgentWebhook) -> None:
     """Remove it; its deliveries stay in the log, and those pending are still sent (their
     event happened while it was subscribed)."""
+    webhook_id = webhook.pk
     webhook.delete()
+    webhook.pk = webhook_id  # the record names the row that went
+    audit_record(
+        user=user,
+        action="delete",
+        obj=webhook,
+        object_repr=url_shown(webhook.url),
+        environment=webhook.agent.environment,
+    )
 
 
 def delivery_resend(*, delivery: WebhookDelivery) -> None:

@@ -151,6 +151,7 @@ class WebhookDetailView(AgentScopedView):
         webhook = self._webhook(agentId, webhookId, Action.EDIT)
         body = self.body(WebhookPatch)
         webhook = services.agent_webhook_update(
+            user=request.user,
             webhook=webhook,
             url=body.url,
             events=body.events,
@@ -166,7 +167,8 @@ class WebhookDetailView(AgentScopedView):
         tags=["webhooks"],
     )
     def delete(self, request: ApiRequest, agentId: str, webhookId: str) -> Response:
-        services.agent_webhook_delete(webhook=self._webhook(agentId, webhookId, Action.EDIT))
+        webhook = self._webhook(agentId, webhookId, Action.EDIT)
+        services.agent_webhook_delete(user=request.user, webhook=webhook)
         return Response(status=204)
 
 
