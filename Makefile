@@ -60,7 +60,14 @@ $(JS_A2A)/node_modules/.installed: $(JS_A2A)/package-lock.json
 	cd $(JS_A2A) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: $(VENV)/.installed-dev $(JS_A2A)/node_modules/.installed
+# panva's oidc-provider, the OpenID provider the single sign-on tests start on loopback
+# (tests/support/oidc_provider.py), likewise.
+JS_OIDC := tests/js/oidc
+$(JS_OIDC)/node_modules/.installed: $(JS_OIDC)/package-lock.json
+	cd $(JS_OIDC) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: $(VENV)/.installed-dev $(JS_A2A)/node_modules/.installed $(JS_OIDC)/node_modules/.installed
 	$(BIN)/python -m pytest
 
 # Schemathesis' longer run (CI runs tests/test_schemathesis.py on a small budget): every

@@ -157,7 +157,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # ---------------------------------------------------------------- auth
 
 AUTHENTICATION_BACKENDS = [
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's password login, refused by OIDC_LOCAL_LOGIN when single sign-on is on.
+    "agents.access.sso.backends.LocalBackend",
+    "agents.access.sso.backends.OidcBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]
 GUARDIAN_RAISE_403 = False
@@ -176,6 +178,23 @@ if (ADMIN_PASSWORD := secret("ADMIN_PASSWORD")) is None and DEBUG:
     from agentbuilder.dev_secret_key import dev_secret_key
 
     ADMIN_PASSWORD = dev_secret_key(VAR_DIR / "admin_password")
+
+# ---------------------------------------------------------------- single sign-on (OpenID Connect)
+# On when the three are set (agents.access.sso); the endpoints and keys come from the
+# issuer's discovery document. Redirect URI to register: <base>/admin/oidc/callback/.
+
+OIDC_ISSUER = env.str("OIDC_ISSUER", default="")
+OIDC_CLIENT_ID = env.str("OIDC_CLIENT_ID", default="")
+OIDC_CLIENT_SECRET = secret("OIDC_CLIENT_SECRET", default="")
+OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="SSO")
+OIDC_SCOPES = env.str("OIDC_SCOPES", default="openid email profile")
+OIDC_GROUPS_CLAIM = env.str("OIDC_GROUPS_CLAIM", default="groups")
+OIDC_LOCAL_LOGIN = env.str("OIDC_LOCAL_LOGIN", default="superuser")
+if OIDC_LOCAL_LOGIN not in ("superuser", "all", "off"):
+    raise ImproperlyConfigured(
+        f"OIDC_LOCAL_LOGIN={OIDC_LOCAL_LOGIN!r}: superuser, all or off (who may log in "
+        "with a password while single sign-on is on)"
+    )
 
 # ---------------------------------------------------------------- API
 

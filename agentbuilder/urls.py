@@ -5,6 +5,8 @@ from agentbuilder.api.errors import unknown_path
 from agentbuilder.api.schema import DocsView, SchemaView
 
 urlpatterns = [
+    # Single sign-on (agents.access.sso): before the admin, whose catch-all would take it.
+    path("admin/oidc/", include("agents.access.sso.urls")),
     path("admin/", admin.site.urls),
     path("v1/schema", SchemaView.as_view(), name="schema"),
     path("v1/docs", DocsView.as_view(url_name="schema"), name="docs"),

@@ -359,6 +359,28 @@ class APIClient(models.Model):
         return f"{self.name} ({self.client_id})"
 
 
+class SsoIdentity(models.Model):
+    """The account at the identity provider a user signs in with (agents.access.sso): the
+    issuer and its `sub` claim, which never changes, unlike a user name or an email."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identity"
+    )
+    issuer = models.CharField(max_length=500)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "SSO identity"
+        verbose_name_plural = "SSO identities"
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"
+
+
 class RunStatus(models.TextChoices):
     # A background run waiting for a worker (agents.runs.background); it holds no process.
     QUEUED = "queued"

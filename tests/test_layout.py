@@ -130,6 +130,9 @@ BEHAVIOUR_SUITES: dict[str, str] = {
     ),
     "agents/admin/test_studio_browser.py": "the admin's pages in a real browser",
     "agents/admin/test_usage_browser.py": "the usage page in a real browser: charts, filters",
+    "agents/access/sso/test_sso_browser.py": (
+        "single sign-on in a real browser against a real OpenID provider: page, views, backend"
+    ),
     # tests/agents: evaluations
     "agents/evals/test_experiments_browser.py": (
         "experiments in a real browser: the form, the progress bar, cancel and compare"

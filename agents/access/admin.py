@@ -31,6 +31,9 @@ from agents.models import (
 )
 from agents.webhooks.admin import rotate_webhook_secret
 
+# The login page with single sign-on's button when it is on (agents.access.sso).
+admin.site.login_template = "admin/agents/login.html"
+
 
 @admin.register(Environment)
 class EnvironmentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):  # type: ignore[misc]
