@@ -18,7 +18,14 @@ from agentbuilder.admin_forms import form_for_user, model_fields
 from agentbuilder.errors import PermissionDenied
 from agentbuilder.scoped_admin import EnvironmentScopedAdmin, writable
 from agentbuilder.users import User, request_user
-from agents.access.api_clients import IssuedClient, RateLimits, api_client_create
+from agents.access.admin_grants import AuditedPermissionsAdminMixin
+from agents.access.api_clients import (
+    IssuedClient,
+    RateLimits,
+    api_client_create,
+    api_client_secret_rotate,
+    api_client_update,
+)
 from agents.access.permissions import Action, environments_visible, environments_with
 from agents.admin.forms import ServiceForm
 from agents.models import (
@@ -36,7 +43,9 @@ admin.site.login_template = "admin/agents/login.html"
 
 
 @admin.register(Environment)
-class EnvironmentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):  # type: ignore[misc]
+class EnvironmentAdmin(  # type: ignore[misc]
+    AuditedPermissionsAdminMixin, ReinforcedGuardedModelAdminMixin, GuardedModelAdmin
+):
     list_display = ("name", "description", "live_agents", "created_at")
     search_fields = ("name", "description")
     fields = ("name", "description")
@@ -99,6 +108,7 @@ class APIClientAddForm(ServiceForm):
             environment=environment,
             actions=actions,
             limits=RateLimits(data["requests_per_minute"], data["tokens_per_minute"]),
+            user=self.user,
         )
         return self.issued.client
 
@@ -109,8 +119,27 @@ LIMITS_FIELDSET = (
 )
 
 
+@admin.action(description="Rotate the secret (shown once; its tokens stop working)")
+def rotate_client_secret(
+    modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[APIClient]
+) -> None:
+    user = request_user(request)
+    for client in queryset.select_related("environment"):
+        if not modeladmin.has_change_permission(request, client):
+            modeladmin.message_user(request, f"{client}: rotating needs EDIT.", messages.WARNING)
+            continue
+        secret = api_client_secret_rotate(user=user, client=client)
+        modeladmin.message_user(
+            request,
+            f"Client id: {client.client_id}  New secret: {secret}  "
+            "Copy the secret now: it will not be shown again.",
+            messages.WARNING,
+        )
+
+
 @admin.register(APIClient)
 class APIClientAdmin(EnvironmentScopedAdmin):
+    actions = (rotate_client_secret,)
     list_display = ("name", "client_id", "environment", "enabled", "created_at", "last_used_at")
     list_filter = ("environment", "enabled")
     list_select_related = ("environment",)
@@ -144,8 +173,15 @@ class APIClientAdmin(EnvironmentScopedAdmin):
         return form_for_user(super().get_form(request, obj, change=change, **kwargs), request)
 
     def save_model(self, request: HttpRequest, obj: APIClient, form: Any, change: bool) -> None:
-        if change:
-            super().save_model(request, obj, form, change)
+        if change:  # through the service, so that the change is in the audit log
+            data = form.cleaned_data
+            api_client_update(
+                user=request_user(request),
+                client=APIClient.objects.get(pk=obj.pk),  # as stored: the record's "from"
+                name=data["name"],
+                enabled=data["enabled"],
+                limits=RateLimits(data["requests_per_minute"], data["tokens_per_minute"]),
+            )
             return
         issued = form.issued
         self.message_user(

@@ -18,6 +18,7 @@ from guardian.admin import GuardedModelAdmin, ReinforcedGuardedModelAdminMixin
 
 from agentbuilder.admin_forms import form_for_user, model_fields
 from agentbuilder.users import request_user
+from agents.access.admin_grants import AuditedPermissionsAdminMixin
 from agents.access.permissions import Action, agents_with, environments_with, may_flag
 from agents.admin.aliases import aliases_page
 from agents.admin.compare import compare_page
@@ -212,7 +213,7 @@ VERSION_HELP = (
 
 
 @admin.register(Agent)
-class AgentAdmin(ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
+class AgentAdmin(AuditedPermissionsAdminMixin, ReinforcedGuardedModelAdminMixin, GuardedModelAdmin):
     form = AgentAddForm
     list_display = (
         "name",

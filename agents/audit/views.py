@@ -19,7 +19,20 @@ from agents.audit import selectors
 from agents.audit.selectors import AuditFilter
 from agents.models import AuditRecord
 
-ObjectType = Literal["agent", "version", "alias", "budget", "agentwebhook"]
+ObjectType = Literal[
+    "agent",
+    "version",
+    "alias",
+    "gate",
+    "permission",
+    "apiclient",
+    "mcpserver",
+    "budget",
+    "dataset",
+    "agentwebhook",
+    "environment",
+    "user",
+]
 Surface = Literal["api", "admin", "import", "other"]
 
 
@@ -63,7 +76,11 @@ class AuditRecordOut(OutputModel):
     id: int
     environment_id: str | None
     actor: ActorOut | None = Field(description="Null: a change no user made (a command).")
-    action: str = Field(description="`create`, `update`, `delete`, `alias.set`, `alias.delete`.")
+    action: str = Field(
+        description="`create`, `update`, `delete`, `alias.set`, `alias.delete`, `gate.set`, "
+        "`gate.delete`, `permission.grant`, `permission.revoke`, `secret.rotate`, `cases.add`, "
+        "`cases.remove`, `cases.replace`, `webhook_secret.rotate` (docs/api.md#audit-log)."
+    )
     object: ObjectOut
     changes: dict[str, dict[str, Any]] = Field(
         description='`{field: {"from", "to"}}`; a secret\'s values are `"changed"`.'
@@ -103,7 +120,7 @@ class AuditListView(ApiView):
                 AuditQuery,
                 objectId="The object's id (a uuid, or a number for an alias).",
                 actorId="The user who made the changes.",
-                action="`create`, `update`, `delete`, `alias.set`, `alias.delete`.",
+                action="See docs/api.md#audit-log for every action.",
                 **{"from": "Records at or after this time (with its offset)."},
                 to="Records before this time.",
             ),

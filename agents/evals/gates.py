@@ -22,6 +22,7 @@ from django.utils import timezone
 from agentbuilder.errors import Conflict, ErrorItem, Invalid, Loc, NotFound, PermissionDenied
 from agentbuilder.users import User
 from agents.access.permissions import Action, agents_with
+from agents.audit.services import audit_record, created, diff, snapshot
 from agents.evals.experiments import ExperimentSpec, experiment_start, scorers_key
 from agents.evals.runner import experiment_run_here
 from agents.evals.scorers.registry import scorers_check
@@ -39,6 +40,8 @@ from agents.selectors.aliases import alias_name_problem
 from agents.services.aliases import alias_set
 
 FAILING_CASES_SHOWN = 20
+# What a gate's records show of it.
+AUDITED_FIELDS = ("name", "dataset", "scorers", "thresholds")
 
 
 def gate_for(agent: Agent, name: str) -> AliasGate | None:
@@ -81,17 +84,44 @@ def gate_set(
                 problems.append(ErrorItem(at, "a number from 0 to 1"))
     if problems:
         raise Invalid(problems)
-    gate = gate_for(agent, name) or AliasGate(agent=agent, name=name)
+    gate = gate_for(agent, name)
+    before = {} if gate is None else snapshot(gate, AUDITED_FIELDS)
+    if gate is None:
+        gate = AliasGate(agent=agent, name=name)
     gate.dataset, gate.scorers, gate.thresholds = dataset, checked, dict(thresholds)
     gate.updated_at, gate.updated_by = timezone.now(), user
     gate.save()
+    after = snapshot(gate, AUDITED_FIELDS)
+    changes = diff(before, after) if before else created(after)
+    if changes:
+        _record(user, "gate.set", agent, gate, changes)
     return gate
 
 
+@transaction.atomic
 def gate_delete(*, user: User, agent: Agent, name: str) -> None:
-    deleted, _ = AliasGate.objects.filter(agent=agent, name__iexact=name).delete()
-    if not deleted:
+    """Remove the gate of alias `name`. Raises NotFound."""
+    gate = AliasGate.objects.select_for_update().filter(agent=agent, name__iexact=name).first()
+    if gate is None:
         raise NotFound(f"Alias '{name}' of agent '{agent.name}' has no gate.")
+    before, gate_id = snapshot(gate, AUDITED_FIELDS), gate.pk
+    gate.delete()
+    gate.pk = gate_id  # the record names the row that went
+    _record(user, "gate.delete", agent, gate, diff(before, dict.fromkeys(before)))
+
+
+def _record(
+    user: User, action: str, agent: Agent, gate: AliasGate, changes: dict[str, dict[str, Any]]
+) -> None:
+    audit_record(
+        user=user,
+        action=action,
+        obj=gate,
+        object_type="gate",
+        object_repr=f"{agent.name}@{gate.name}",
+        environment=agent.environment,
+        changes=changes,
+    )
 
 
 @dataclass(frozen=True)

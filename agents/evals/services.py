@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from agentbuilder.errors import Conflict, Invalid, Loc, NotFound
 from agentbuilder.users import User
+from agents.audit.services import audit_record, created, diff, snapshot
 from agents.evals.cases import MAX_CASES_PER_CALL, case_check
 from agents.evals.selectors import dataset_cases
 from agents.models import (
@@ -33,6 +34,22 @@ from agents.models import (
     RunStatus,
 )
 from agents.runs.request import TASK_TYPES
+
+# What a dataset's records show of it: never its cases' content, only how many changed and
+# the revision that made it.
+AUDITED_FIELDS = ("environment", "name", "description", "agent_type", "revision")
+
+
+def _record(
+    user: User, action: str, dataset: Dataset, changes: dict[str, dict[str, Any]] | None = None
+) -> None:
+    audit_record(
+        user=user,
+        action=action,
+        obj=dataset,
+        environment=dataset.environment,
+        changes=changes,
+    )
 
 
 def _name_check(name: str) -> None:
@@ -58,7 +75,7 @@ def dataset_create(
     now = timezone.now()
     try:
         with transaction.atomic():
-            return Dataset.objects.create(
+            dataset = Dataset.objects.create(
                 environment=environment,
                 name=name,
                 description=description,
@@ -69,6 +86,8 @@ def dataset_create(
             )
     except IntegrityError:  # created by another request since the check
         raise _name_taken(name) from None
+    _record(user, "create", dataset, created(snapshot(dataset, AUDITED_FIELDS)))
+    return dataset
 
 
 @transaction.atomic
@@ -83,12 +102,16 @@ def dataset_update(
     taken = Dataset.objects.filter(environment_id=locked.environment_id, name__iexact=name)
     if name is not None and name.lower() != locked.name.lower() and taken.exists():
         raise _name_taken(name)
+    before = snapshot(locked, AUDITED_FIELDS)
     if name is not None:
         locked.name = name
     if description is not None:
         locked.description = description
     locked.modified_at = timezone.now()
     locked.save(update_fields=["name", "description", "modified_at"])
+    changed = diff(before, snapshot(locked, AUDITED_FIELDS))
+    if changed:
+        _record(user, "update", locked, changed)
     return locked
 
 
@@ -98,13 +121,15 @@ def dataset_delete(*, user: User, dataset: Dataset) -> None:
     gate uses it or its experiments allowed an alias's move (the alias history keeps them)."""
     try:
         with transaction.atomic():
-            Dataset.objects.filter(pk=dataset.pk).delete()
+            deleted, _ = Dataset.objects.filter(pk=dataset.pk).delete()
     except ProtectedError:
         raise Conflict(
             f"Dataset '{dataset.name}' gates an alias, or one of its experiments allowed an "
             "alias's move (kept in the alias history): remove the gate first; a dataset in "
             "an alias's history stays."
         ) from None
+    if deleted:
+        _record(user, "delete", dataset)
 
 
 def _locked(dataset: Dataset) -> Dataset:
@@ -114,10 +139,21 @@ def _locked(dataset: Dataset) -> Dataset:
     return locked
 
 
-def _next_revision(dataset: Dataset) -> int:
+def _next_revision(
+    user: User, dataset: Dataset, *, added: int = 0, removed: int = 0, action: str
+) -> int:
+    """The dataset's next revision, recorded with how many cases it added and removed."""
     dataset.revision += 1
     dataset.modified_at = timezone.now()
     dataset.save(update_fields=["revision", "modified_at"])
+    changes: dict[str, dict[str, Any]] = {
+        "revision": {"from": dataset.revision - 1, "to": dataset.revision}
+    }
+    if added:
+        changes["casesAdded"] = {"from": None, "to": added}
+    if removed:
+        changes["casesRemoved"] = {"from": None, "to": removed}
+    _record(user, action, dataset, changes)
     return dataset.revision
 
 
@@ -157,7 +193,7 @@ def cases_add(*, user: User, dataset: Dataset, cases: Any, loc: Loc = ("body",))
         raise Invalid(problems)
     locked = _locked(dataset)
     start = (locked.cases.aggregate(last=Max("position"))["last"] or 0) + 1
-    revision = _next_revision(locked)
+    revision = _next_revision(user, locked, added=len(stored), action="cases.add")
     DatasetCase.objects.bulk_create(
         [_case(locked, s, start + i, revision) for i, s in enumerate(stored)], batch_size=1000
     )
@@ -176,7 +212,7 @@ def case_replace(
     old = dataset_cases(locked).filter(pk=case_id).first()
     if old is None:
         raise NotFound(f"Case '{case_id}' is not in dataset '{locked.name}' now.")
-    revision = _next_revision(locked)
+    revision = _next_revision(user, locked, added=1, removed=1, action="cases.replace")
     DatasetCase.objects.filter(pk=old.pk).update(removed_in=revision)
     new = _case(locked, stored, old.position, revision)
     new.source_run_id = old.source_run_id
@@ -197,7 +233,7 @@ def cases_remove(*, user: User, dataset: Dataset, case_ids: Sequence[uuid.UUID])
         raise NotFound(
             f"Case '{sorted(map(str, missing))[0]}' is not in dataset '{locked.name}' now."
         )
-    revision = _next_revision(locked)
+    revision = _next_revision(user, locked, removed=len(present), action="cases.remove")
     DatasetCase.objects.filter(pk__in=present).update(removed_in=revision)
     dataset.revision = revision
     return revision

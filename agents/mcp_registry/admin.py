@@ -89,7 +89,7 @@ class McpServerForm(ServiceForm):
     def apply(self, data: dict[str, Any]) -> McpServer:
         fields = {key: data[key] for key in ("name", "description", "url", "transport", "timeout")}
         fields["enabled"] = data["enabled"]
-        if self.instance.pk is None:
+        if self.instance._state.adding:  # a new row's uuid is set already
             return services.mcp_server_create(
                 user=self.user,
                 environment=data["environment"],

@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 
 from agentbuilder.errors import Conflict, ErrorItem, Invalid
 from agentbuilder.users import User
+from agents.audit.services import CHANGED, audit_record, created, diff, snapshot, url_shown
 from agents.mcp_client.ssrf import NetworkPolicy, UrlRefused, check_url, policy_from_settings
 from agents.mcp_client.types import STREAMABLE_HTTP
 from agents.mcp_registry.secrets import encrypt_headers
@@ -37,6 +38,18 @@ MAX_TIMEOUT = 300.0
 UNREGISTERED_OFF = (
     "unregistered MCP server URLs are not allowed here: register the server "
     "(POST /v1/mcp-servers) and reference it"
+)
+# What a server's records show of it: its URL without credentials, its headers' names only
+# (a value is "changed", whatever it was).
+AUDITED_FIELDS = (
+    "environment",
+    "name",
+    "description",
+    "url",
+    "transport",
+    "timeout",
+    "enabled",
+    "header_names",
 )
 SCOPE_NAME_CONSTRAINTS = (
     "mcp_server_name_ci_unique_per_environment",
@@ -72,6 +85,10 @@ def mcp_server_create(
     server = McpServer(environment=environment, enabled=enabled, created_by=user)
     _assign(server, fields)
     _save(server)
+    changes = created(_audited(server))
+    if server.headers_encrypted:
+        changes["headers"] = {"from": None, "to": CHANGED}
+    _record(user, "create", server, changes)
     return server
 
 
@@ -87,9 +104,35 @@ def mcp_server_update(*, user: User, server: McpServer, changes: dict[str, Any])
             # An EDIT holder who may not read them could otherwise redirect them to itself.
             changes["headers"] = {}
     _check(changes)
+    before, old_url, old_headers = _audited(server), server.url, server.headers_encrypted
     _assign(server, changes)
     _save(server)
+    changed = diff(before, _audited(server))
+    if server.url != old_url and "url" not in changed:  # only its credentials changed
+        changed["url"] = {"from": CHANGED, "to": CHANGED}
+    # Re-encrypted values differ even when equal: any headers given count as a change.
+    if "headers" in changes and (old_headers or server.headers_encrypted):
+        changed["headers"] = {"from": CHANGED, "to": CHANGED}
+    if changed:
+        _record(user, "update", server, changed)
     return server
+
+
+def _audited(server: McpServer) -> dict[str, Any]:
+    return snapshot(server, AUDITED_FIELDS) | {"url": url_shown(server.url)}
+
+
+def _record(
+    user: User, action: str, server: McpServer, changes: dict[str, dict[str, Any]] | None = None
+) -> None:
+    audit_record(
+        user=user,
+        action=action,
+        obj=server,
+        object_repr=f"{server.name} ({url_shown(server.url)})",
+        environment=server.environment,
+        changes=changes,
+    )
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
@@ -101,10 +144,14 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return parts.scheme.lower(), (parts.hostname or "").lower(), port
 
 
+@transaction.atomic
 def mcp_server_delete(*, user: User, server: McpServer) -> None:
     """Remove a server; agents that reference it are told so when they call its tools."""
     require_write(user, server.environment)
+    server_id = server.pk
     server.delete()
+    server.pk = server_id  # the record names the row that went
+    _record(user, "delete", server)
 
 
 def _assign(server: McpServer, fields: Mapping[str, Any]) -> None:

@@ -76,6 +76,8 @@ def alias_set(
     }
     if forced_reason:
         changes["forced_reason"] = {"from": None, "to": forced_reason}
+    if gated and allowed_by is not None:  # the experiment that passed the gate
+        changes["experiment"] = {"from": None, "to": str(allowed_by.pk)}
     audit_record(
         user=user,
         action="alias.set",

@@ -224,7 +224,7 @@ def rotate_webhook_secret(
                 request, f"{environment}: rotating needs EDIT on it.", messages.WARNING
             )
             continue
-        secret = environment_secret_rotate(environment_id=environment.pk)
+        secret = environment_secret_rotate(environment_id=environment.pk, user=user)
         modeladmin.message_user(
             request,
             f"New webhook secret of {environment} (copy it now, it is not shown again): {secret}",

@@ -14,6 +14,10 @@ import base64
 import secrets
 import uuid
 
+from django.db import transaction
+
+from agentbuilder.users import User
+from agents.audit.services import CHANGED, audit_record
 from agents.mcp_registry.secrets import decrypt_headers, encrypt_headers
 from agents.models import Environment
 
@@ -25,12 +29,20 @@ def secret_new() -> str:
     return PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
-def environment_secret_rotate(*, environment_id: uuid.UUID) -> str:
+@transaction.atomic
+def environment_secret_rotate(*, environment_id: uuid.UUID, user: User | None = None) -> str:
     """A new secret for the environment, in force from the next attempt of any delivery;
-    returned this once."""
+    returned this once, recorded in the audit log as `user`'s (only as changed)."""
     secret = secret_new()
-    Environment.objects.filter(pk=environment_id).update(
-        webhook_secret_encrypted=encrypt_headers({_HEADER: secret})
+    environment = Environment.objects.select_for_update().get(pk=environment_id)
+    environment.webhook_secret_encrypted = encrypt_headers({_HEADER: secret})
+    environment.save(update_fields=["webhook_secret_encrypted"])
+    audit_record(
+        user=user,
+        action="webhook_secret.rotate",
+        obj=environment,
+        environment=environment,
+        changes={"webhookSecret": {"from": CHANGED, "to": CHANGED}},
     )
     return secret
 

@@ -186,5 +186,5 @@ class WebhookSecretView(ApiView):
     def post(self, request: ApiRequest) -> Response:
         environment = self.environment
         require_on_environment(request.user, environment, Action.EDIT)
-        secret = environment_secret_rotate(environment_id=environment.pk)
+        secret = environment_secret_rotate(environment_id=environment.pk, user=request.user)
         return render(WebhookSecretOut(environment_id=environment.pk, secret=secret))

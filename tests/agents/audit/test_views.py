@@ -10,7 +10,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from agents.access.permissions import Action, grant
-from agents.models import Agent, AuditRecord, Environment
+from agents.models import Agent, AuditRecord, DatasetCase, Environment
 from tests.conftest import client_for
 from tests.factories import CONFIGS, UserFactory
 from tests.support.aliases import put
@@ -171,3 +171,85 @@ def test_only_audit_holders_read_the_log(
     assert len(records(client_for(auditor, env))) == 2
     make_agent("elsewhere", environment=other_env)
     assert len(records(client_for(auditor, env))) == 2  # not the other environment's
+
+
+def test_gates_datasets_and_mcp_servers_changed_through_the_api_are_recorded(
+    owner_client: APIClient, owner: Any, make_agent: Any, settings: Any
+) -> None:
+    settings.MCP_ALLOWED_HOSTS = ["127.0.0.1"]
+    agent = make_agent("calc")
+    before = AuditRecord.objects.count()  # the agent, made by the fixtures' superuser
+    made = owner_client.post("/v1/datasets", {"name": "arith", "agentType": "tool"}, format="json")
+    assert made.status_code == 201, made.json()
+    dataset = f"/v1/datasets/{made.json()['id']}"
+    assert owner_client.patch(dataset, {"description": "sums"}, format="json").status_code == 200
+    cases = [{"input": f"{n} + {n}", "expected": {"output": str(2 * n)}} for n in range(3)]
+    assert owner_client.post(f"{dataset}/cases", cases, format="json").status_code == 201
+    first = DatasetCase.objects.order_by("position").first()
+    assert first is not None
+    removed = owner_client.post(
+        f"{dataset}/cases/remove", {"caseIds": [str(first.pk)]}, format="json"
+    )
+    assert removed.status_code == 200, removed.json()
+    gate = f"/v1/agents/{agent.pk}/aliases/prod/gate"
+    rule = {"datasetId": made.json()["id"], "scorers": ["exact"], "thresholds": {"exact": 1.0}}
+    assert owner_client.put(gate, rule, format="json").status_code == 200
+    lower = {**rule, "thresholds": {"exact": 0.5}}
+    assert owner_client.put(gate, lower, format="json").status_code == 200
+    forced = {"version": 1, "force": True, "reason": "hotfix"}
+    moved = owner_client.put(f"/v1/agents/{agent.pk}/aliases/prod", forced, format="json")
+    assert moved.status_code in (200, 201), moved.json()
+    assert owner_client.delete(gate).status_code == 204
+    assert owner_client.delete(dataset).status_code == 204
+    server = owner_client.post(
+        "/v1/mcp-servers",
+        {"name": "tools", "url": "http://127.0.0.1:9/mcp", "headers": {"X-Team": "a"}},
+        format="json",
+    ).json()
+    patched = owner_client.patch(
+        f"/v1/mcp-servers/{server['id']}",
+        {"timeout": 10, "headers": {"X-Team": "b"}},
+        format="json",
+    )
+    assert patched.status_code == 200, patched.json()
+    assert owner_client.delete(f"/v1/mcp-servers/{server['id']}").status_code == 200
+
+    log = list(reversed(records(owner_client, limit=100)))[before:]
+    assert [(r["action"], r["object"]["type"]) for r in log] == [
+        ("create", "dataset"),
+        ("update", "dataset"),
+        ("cases.add", "dataset"),
+        ("cases.remove", "dataset"),
+        ("gate.set", "gate"),
+        ("gate.set", "gate"),
+        ("alias.set", "alias"),
+        ("gate.delete", "gate"),
+        ("delete", "dataset"),
+        ("create", "mcpserver"),
+        ("update", "mcpserver"),
+        ("delete", "mcpserver"),
+    ]
+    assert all(r["surface"] == "api" and r["ip"] == "127.0.0.1" for r in log)
+    assert all(r["actor"] == {"id": owner.pk, "name": "owner"} for r in log)
+    assert log[0]["changes"]["name"] == {"from": None, "to": "arith"}
+    assert log[1]["changes"] == {"description": {"from": "", "to": "sums"}}
+    assert log[2]["changes"] == {
+        "revision": {"from": 0, "to": 1},
+        "casesAdded": {"from": None, "to": 3},
+    }
+    assert log[3]["changes"] == {
+        "revision": {"from": 1, "to": 2},
+        "casesRemoved": {"from": None, "to": 1},
+    }
+    assert log[4]["object"]["repr"] == "calc@prod"
+    assert log[4]["changes"]["thresholds"] == {"from": None, "to": {"exact": 1.0}}
+    assert log[5]["changes"] == {"thresholds": {"from": {"exact": 1.0}, "to": {"exact": 0.5}}}
+    assert log[6]["changes"]["forced_reason"] == {"from": None, "to": "hotfix"}
+    assert log[7]["changes"]["dataset"] == {"from": made.json()["id"], "to": None}
+    assert log[9]["changes"]["header_names"] == {"from": None, "to": ["X-Team"]}
+    assert log[9]["changes"]["headers"] == {"from": None, "to": "changed"}
+    assert log[10]["changes"] == {
+        "timeout": {"from": 30.0, "to": 10.0},
+        "headers": {"from": "changed", "to": "changed"},
+    }
+    assert [r["object"]["type"] for r in records(owner_client, objectType="gate")] == ["gate"] * 3
