@@ -62,8 +62,11 @@ class Listener:
             peer.close()
 
     def stop(self) -> None:
+        # Closing alone does not wake the thread blocked in accept() on Linux: shutting
+        # the listening socket down does, so the join below returns at once.
+        self.socket.shutdown(socket.SHUT_RDWR)
         self.socket.close()
-        self._thread.join(timeout=10)
+        self._thread.join()
 
 
 @pytest.fixture
