@@ -35,14 +35,19 @@ def blocks(
 
 def share(detector: str, sensitivity: str, *sets: str, classifier: bool = True) -> float:
     """The share blocked of the sets' test halves, each at the stage of its channel."""
-    blocked = size = 0
-    for name in sets:
-        data = quality.load(name)
-        stage: Stage = "context" if data.channel == "context" else "input"
-        m = quality.measure(blocks(detector, sensitivity, stage, classifier), data.half("test"))
-        blocked += m.blocked
-        size += m.size
-    return blocked / size
+    counts = [measured(detector, sensitivity, name, classifier) for name in sets]
+    return sum(blocked for blocked, _ in counts) / sum(size for _, size in counts)
+
+
+@cache
+def measured(detector: str, sensitivity: str, name: str, classifier: bool) -> tuple[int, int]:
+    """(blocked, size) of one set's test half. Kept for the module: the tests below ask for
+    the same set at the same sensitivity again (alone, then among all the attack sets), and
+    a detector's answer for a text does not change between them."""
+    data = quality.load(name)
+    stage: Stage = "context" if data.channel == "context" else "input"
+    m = quality.measure(blocks(detector, sensitivity, stage, classifier), data.half("test"))
+    return m.blocked, m.size
 
 
 BENIGN = ("benign-lookalikes", "ordinary-questions")
