@@ -23,6 +23,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -241,11 +242,16 @@ def test_streams_longer_than_a_lease_keep_it_on_every_route(
     ask_ = {"messages": [{"role": "user", "content": "Count slowly."}]}
     with serve(tmp_path / "server.log", model) as server:
         detached = asyncio.run(send_at_once(server.port, token, "Count slowly."))
-        for route, body in (
-            ("chat/completions", {**ask_, "stream": True}),
-            ("invoke-stream", ask_),
-        ):
-            stream_to_the_end(server.port, counter, token, route, body)
+        # The two streams at once, beside the detached run: each is its own request.
+        with ThreadPoolExecutor(2) as streams:
+            for ended in [
+                streams.submit(stream_to_the_end, server.port, counter, token, route, body)
+                for route, body in (
+                    ("chat/completions", {**ask_, "stream": True}),
+                    ("invoke-stream", ask_),
+                )
+            ]:
+                ended.result()
         wait_for(lambda: Run.objects.get(pk=detached.id).status != "in_progress", "detached")
         log = server.output()
 
