@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.contrib.auth.models import Group
-from django.db import transaction
+from django.db import connection, transaction
 
 from agentbuilder.users import User
 from agents.audit.services import audit_record, created, diff, snapshot
@@ -19,6 +19,8 @@ USERNAME_MAX = 150  # Django's User.username
 NOT_IN_USERNAME = re.compile(r"[^\w.@+-]")
 PROFILE = ("email", "first_name", "last_name")
 USER_FIELDS = ("username", *PROFILE, "is_staff", "is_superuser")
+# The advisory lock that first logins take (any number no other lock of the project uses).
+FIRST_LOGIN_LOCK = 0x5_50_10_61
 
 
 @transaction.atomic
@@ -32,6 +34,18 @@ def sso_login(*, issuer: str, claims: Mapping[str, Any], groups_claim: str) -> U
         .filter(issuer=issuer, subject=subject)
         .first()
     )
+    if identity is None:
+        # First logins wait for each other (they are rare): two at once for one account
+        # would both make it, and two new accounts asking for one name would both pick it;
+        # either way the second insert would break a unique constraint. The lock is held
+        # to the end of this transaction, after which the next one sees the new rows.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [FIRST_LOGIN_LOCK])
+        identity = (
+            SsoIdentity.objects.select_related("user")
+            .filter(issuer=issuer, subject=subject)
+            .first()
+        )
     if identity is None:
         user = _user_create(issuer=issuer, subject=subject, claims=claims)
     else:
