@@ -90,6 +90,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "guardian",
     "django_celery_beat",
+    # The OAuth 2.1 authorization server's models and endpoints (agents.access.oauth).
+    "oauth2_provider",
     "agents",
     "guardrails",
     "retrieval",
@@ -196,6 +198,47 @@ if OIDC_LOCAL_LOGIN not in ("superuser", "all", "off"):
         "with a password while single sign-on is on)"
     )
 
+# ---------------------------------------------------------------- OAuth
+
+# The authorization server for MCP and A2A clients (agents.access.oauth, docs/api.md#oauth):
+# django-oauth-toolkit narrowed to OAuth 2.1's authorization code with PKCE S256, rotating
+# refresh tokens (a rotated one replayed revokes its whole family), tokens bound to a
+# resource (RFC 8707) and stored hashed (RFC 9700).
+OAUTH2_PROVIDER = {
+    "OAUTH2_SERVER_CLASS": "agents.access.oauth.server.Server",
+    "OAUTH2_VALIDATOR_CLASS": "agents.access.oauth.server.Validator",
+    "OAUTH2_BACKEND_CLASS": "agents.access.oauth.server.Backend",
+    "SCOPES": {
+        "agents:read": "See the agents you may use and your runs",
+        "agents:invoke": "Run agents as you",
+    },
+    "DEFAULT_SCOPES": ["agents:read", "agents:invoke"],
+    "ACCESS_TOKEN_EXPIRE_SECONDS": env.int("OAUTH_ACCESS_TOKEN_SECONDS", default=3600),
+    "REFRESH_TOKEN_EXPIRE_SECONDS": env.int("OAUTH_REFRESH_TOKEN_SECONDS", default=30 * 86400),
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "PKCE_REQUIRED": True,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    # http stays allowed for loopback redirect URIs (RFC 8252), which are what MCP clients
+    # register; registration refuses http on any other host (agents.access.oauth).
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_SCHEME": False,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    "REQUEST_APPROVAL_PROMPT": "force",  # the consent page every time
+}
+
+# DOT's warning that http redirect URIs are allowed: only loopback ones are (above).
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
+
 # ---------------------------------------------------------------- API
 
 API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=1024 * 1024)
@@ -225,6 +268,9 @@ REST_FRAMEWORK = {
         # weak password slow, and locks a mistyping person out for at most an hour.
         "token": env.str("THROTTLE_TOKEN_RATE", default="60/min"),
         "token_account": env.str("THROTTLE_TOKEN_ACCOUNT_RATE", default="20/hour"),
+        # OAuth dynamic client registration (POST /oauth/register) per address: a client
+        # registers once per install, so a handful an hour is plenty.
+        "oauth_register": env.str("THROTTLE_OAUTH_REGISTER_RATE", default="20/hour"),
     },
     # DRF's own address logic, should anything use it: REMOTE_ADDR, never X-Forwarded-For.
     "NUM_PROXIES": 0,

@@ -8,6 +8,8 @@ urlpatterns = [
     # Single sign-on (agents.access.sso): before the admin, whose catch-all would take it.
     path("admin/oidc/", include("agents.access.sso.urls")),
     path("admin/", admin.site.urls),
+    # The OAuth authorization server: /.well-known/ metadata and /oauth/ endpoints.
+    path("", include("agents.access.oauth.urls")),
     path("v1/schema", SchemaView.as_view(), name="schema"),
     path("v1/docs", DocsView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("agents.api.urls")),

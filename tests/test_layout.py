@@ -72,6 +72,10 @@ BEHAVIOUR_SUITES: dict[str, str] = {
     "agents/evals/test_eval_command.py": (
         "`manage.py agents eval`: an experiment run by the command, its JUnit report, exit 1"
     ),
+    "agents/access/oauth/test_mcp_sdk_client.py": (
+        "the mcp SDK's OAuth client end to end: discovery, registration, consent in Chromium, "
+        "tools, refresh"
+    ),
     "agents/budgets/test_concurrency.py": (
         "budgets under concurrent runs on a live server: the gate, the counter and the API"
     ),

@@ -41,9 +41,14 @@ class ErrorBody(BaseModel):
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     response = _handle(exc)
-    # RFC 9110: every 401 names the scheme to retry with, bad credentials at /auth/token too.
+    # RFC 9110: every 401 names the scheme to retry with, bad credentials at /auth/token too:
+    # the authentication class's challenge when DRF asked it (with RFC 6750's error and, on
+    # MCP and A2A, RFC 9728's resource_metadata), or a 403's for a scope the token lacks.
+    challenge = getattr(exc, "auth_header", None)
     if response is not None and response.status_code == 401:
-        response["WWW-Authenticate"] = BEARER_CHALLENGE
+        response["WWW-Authenticate"] = challenge or BEARER_CHALLENGE
+    elif response is not None and response.status_code == 403 and challenge:
+        response["WWW-Authenticate"] = challenge
     # A refused invocation still has its (failed) run record: say which.
     run_id = getattr(exc, "run_id", None)
     if response is not None and run_id is not None:

@@ -30,6 +30,9 @@ class Claims:
     user_id: int
     environment_id: str | None
     credentials: str  # credentials_stamp of the user when the token was issued
+    # An OAuth access token's scopes (agents.access.oauth.resources); None: a JWT from
+    # POST /v1/auth/token, which may do all its holder may.
+    scopes: frozenset[str] | None = None
 
 
 def credentials_stamp(user: User) -> str:

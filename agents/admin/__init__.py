@@ -3,6 +3,7 @@ runs, usage, the approvals inbox, the audit log, schedules, datasets (documents:
 retrieval.admin)."""
 
 from agents.access import admin as access
+from agents.access.oauth import admin as oauth  # registered OAuth clients, revocable
 from agents.admin import (
     agents,
     approvals,
@@ -29,6 +30,7 @@ __all__ = [
     "evals",
     "llm_models",
     "mcp_registry",
+    "oauth",
     "runs",
     "schedules",
     "usage",

@@ -32,6 +32,7 @@ ObjectType = Literal[
     "agentwebhook",
     "environment",
     "user",
+    "oauthclient",
 ]
 Surface = Literal["api", "admin", "import", "other"]
 

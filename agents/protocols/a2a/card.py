@@ -1,6 +1,7 @@
 """An agent's A2A agent card: who it is, what it can do (skills from its tools, its RAG
 settings or its input schema), where its JSON-RPC endpoint is (both dialects, one URL) and
-how to authenticate (the API's Bearer token).
+how to authenticate (the API's Bearer token, or OAuth 2.1's authorization code flow of
+agents.access.oauth, whose tokens are Bearer tokens too).
 
 One card, written in the dialect the client speaks (agents.protocols.a2a.dialects.card_dialect):
 1.0's protobuf JSON (`securitySchemes.bearer.httpAuthSecurityScheme`, `securityRequirements`,
@@ -24,12 +25,14 @@ from a2a.types import a2a_pb2 as pb
 from django.conf import settings
 from google.protobuf.json_format import MessageToDict
 
+from agents.access.oauth.resources import A2A, INVOKE, SCOPES
 from agents.configs import AgentConfig, McpTool, TaskAgentConfig, ToolAgentConfig
 from agents.protocols.a2a.dialects import Dialect
 
 MODES_IN = ["text/plain", "application/json"]
 MODES_OUT = ["text/plain", "application/json"]
 BEARER = "bearer"
+OAUTH = "oauth2"
 RAG_SKILL = "Answers questions from the environment's documents and names its sources."
 SCHEMA_CHARS = 2000  # of a task agent's inputSchema in its skill's description
 EXTENDED_URI = "urn:agentbuilder:a2a:caller-view"
@@ -44,8 +47,9 @@ def agent_card(
     version: int,
     url: str,
     docs_url: str,
+    base_url: str,
 ) -> pb.AgentCard:
-    """The card of an agent's version at the endpoint `url`."""
+    """The card of an agent's version at the endpoint `url`, on the server at `base_url`."""
     return pb.AgentCard(
         name=name,
         description=description or f"The {agent_type} agent {name}.",
@@ -68,12 +72,37 @@ def agent_card(
                     bearer_format="JWT",
                     description="A token from POST /v1/auth/token, as on the REST API.",
                 )
-            )
+            ),
+            OAUTH: oauth_scheme(base_url),
         },
-        security_requirements=[pb.SecurityRequirement(schemes={BEARER: pb.StringList()})],
+        security_requirements=[
+            pb.SecurityRequirement(schemes={BEARER: pb.StringList()}),
+            pb.SecurityRequirement(schemes={OAUTH: pb.StringList(list=[INVOKE])}),
+        ],
         default_input_modes=MODES_IN,
         default_output_modes=MODES_OUT,
         skills=skills(name, description, agent_type, config),
+    )
+
+
+def oauth_scheme(base_url: str) -> pb.SecurityScheme:
+    """The authorization server's flow (docs/api.md#oauth): what an A2A client needs to get a
+    token for these agents without one issued by hand."""
+    return pb.SecurityScheme(
+        oauth2_security_scheme=pb.OAuth2SecurityScheme(
+            description="OAuth 2.1 authorization code with PKCE (S256); register at "
+            f"{base_url}/oauth/register and ask for resource {base_url}{A2A}.",
+            flows=pb.OAuthFlows(
+                authorization_code=pb.AuthorizationCodeOAuthFlow(
+                    authorization_url=f"{base_url}/oauth/authorize",
+                    token_url=f"{base_url}/oauth/token",
+                    refresh_url=f"{base_url}/oauth/token",
+                    scopes=SCOPES,
+                    pkce_required=True,
+                )
+            ),
+            oauth2_metadata_url=f"{base_url}/.well-known/oauth-authorization-server",
+        )
     )
 
 

@@ -193,6 +193,7 @@ def _card(request: Request, agent: Agent, version: AgentVersion, reference: str)
         version=version.number,
         url=_endpoint_url(request, reference),
         docs_url=request.build_absolute_uri("/v1/docs"),
+        base_url=request.build_absolute_uri("/").rstrip("/"),
     )
 
 

@@ -55,13 +55,18 @@ from rest_framework.views import APIView
 from starlette.types import Message, Receive, Scope, Send
 
 from agentbuilder import liveness
-from agentbuilder.api.errors import BEARER_CHALLENGE, exception_handler
+from agentbuilder.api.errors import exception_handler
 from agentbuilder.api.middleware import max_body_bytes
 from agentbuilder.api.parsers import check_text
 from agentbuilder.db import in_db
 from agentbuilder.errors import DomainError, Invalid, RateLimited
-from agents.access.authentication import BearerTokenAuthentication
+from agents.access.authentication import (
+    BearerTokenAuthentication,
+    InsufficientScope,
+    bearer_challenge,
+)
 from agents.access.environments import environment_resolve
+from agents.access.oauth.resources import INVOKE, READ, mcp_scope_needed
 from agents.access.rate_limits import caller_limits, tokens_admit
 from agents.protocols.mcp_server.envelope import Refusal, refusal
 from agents.protocols.mcp_server.request import Caller
@@ -74,8 +79,7 @@ from agents.protocols.mcp_server.server import (
 from agents.runs.request import call_depth_of
 
 PATH = "/v1/mcp"
-# RFC 9728's metadata of this protected resource (served from the identity issue on; until
-# then a 404, which an OAuth client reports as "no metadata").
+# RFC 9728's metadata of this protected resource (agents.access.oauth.views).
 RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource" + PATH
 
 logger = logging.getLogger(__name__)
@@ -126,15 +130,15 @@ def authenticate(request: Any) -> Caller:
     if header is not None:
         check_text(header, ("header", "X-Environment"))
     environment = environment_resolve(user=request.user, claim=claims.environment_id, header=header)
-    return Caller(request.user, environment, call_depth_of(request.headers))
+    depth = call_depth_of(request.headers)
+    return Caller(request.user, environment, depth, scopes=claims.scopes)
 
 
 def challenge(request: ASGIRequest) -> str:
     """The 401's `WWW-Authenticate`: the API's Bearer challenge, with where an OAuth
     client finds this resource's metadata (RFC 9728 section 5.1; the MCP authorization
     specification has clients start there)."""
-    metadata = request.build_absolute_uri(RESOURCE_METADATA_PATH)
-    return f'{BEARER_CHALLENGE}, resource_metadata="{metadata}"'
+    return bearer_challenge(request)
 
 
 async def refuse(exc: Exception, send: Send, request: ASGIRequest | None = None) -> None:
@@ -200,6 +204,15 @@ def parsed(body: bytes | None) -> object:
 def envelope_refusal(message: object) -> Refusal | None:
     """agents.protocols.mcp_server.envelope's refusal of the parsed body, if any."""
     return None if message is UNREAD else refusal(message)
+
+
+def scope_needed(message: object) -> str:
+    """The OAuth scope the message needs (agents.access.oauth.resources): a batch, the most
+    any of its calls needs."""
+    calls = message if isinstance(message, list) else [message]
+    methods = [call.get("method") if isinstance(call, dict) else None for call in calls]
+    needed = {mcp_scope_needed(method) for method in methods}
+    return INVOKE if INVOKE in needed else READ
 
 
 def starts_run(message: object) -> bool:
@@ -295,6 +308,10 @@ class McpEndpoint:
             found = envelope_refusal(message)
             if found is not None:
                 await refuse_message(found, send)
+                return
+            needed = scope_needed(message)
+            if caller.scopes is not None and needed not in caller.scopes:
+                await refuse(InsufficientScope(request, needed), send, request)
                 return
             if starts_run(message):
                 try:

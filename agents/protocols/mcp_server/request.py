@@ -39,6 +39,7 @@ class Caller:
     user: User
     environment: Environment
     call_depth: int = 0  # its Agentbuilder-Call-Depth header (agents.runtime.depth)
+    scopes: frozenset[str] | None = None  # an OAuth token's (None: a JWT, all it may do)
 
 
 class Approvals(ApprovalsBody):

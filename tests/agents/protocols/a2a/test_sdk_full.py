@@ -101,15 +101,18 @@ def test_the_card_has_the_shape_of_the_dialect_the_client_names(
     assert legacy.headers["Vary"] == "A2A-Version"
     raw = legacy.json()
     # 0.3's JSON Schema shape, flat, nothing of 1.0's wrapper.
-    assert raw["securitySchemes"] == {
-        "bearer": {
-            "type": "http",
-            "scheme": "Bearer",
-            "bearerFormat": "JWT",
-            "description": "A token from POST /v1/auth/token, as on the REST API.",
-        }
+    assert raw["securitySchemes"]["bearer"] == {
+        "type": "http",
+        "scheme": "Bearer",
+        "bearerFormat": "JWT",
+        "description": "A token from POST /v1/auth/token, as on the REST API.",
     }
-    assert raw["security"] == [{"bearer": []}]
+    oauth = raw["securitySchemes"]["oauth2"]
+    assert oauth["type"] == "oauth2"
+    flow = oauth["flows"]["authorizationCode"]
+    assert flow["tokenUrl"] == f"http://127.0.0.1:{port}/oauth/token"
+    assert set(flow["scopes"]) == {"agents:read", "agents:invoke"}
+    assert raw["security"] == [{"bearer": []}, {"oauth2": ["agents:invoke"]}]
     assert raw["supportsAuthenticatedExtendedCard"] is True
     assert raw["capabilities"] == {"streaming": True, "pushNotifications": True}
     assert "securityRequirements" not in raw
@@ -119,15 +122,15 @@ def test_the_card_has_the_shape_of_the_dialect_the_client_names(
     assert [i["protocolVersion"] for i in raw["supportedInterfaces"]] == ["1.0", "0.3"]
 
     current = httpx.get(url, headers={**auth, "A2A-Version": "1.0"}).json()
-    assert current["securitySchemes"] == {
-        "bearer": {
-            "httpAuthSecurityScheme": {
-                "scheme": "Bearer",
-                "bearerFormat": "JWT",
-                "description": "A token from POST /v1/auth/token, as on the REST API.",
-            }
+    assert current["securitySchemes"]["bearer"] == {
+        "httpAuthSecurityScheme": {
+            "scheme": "Bearer",
+            "bearerFormat": "JWT",
+            "description": "A token from POST /v1/auth/token, as on the REST API.",
         }
     }
+    flow = current["securitySchemes"]["oauth2"]["oauth2SecurityScheme"]["flows"]
+    assert flow["authorizationCode"]["pkceRequired"] is True
     # Strict: a field 1.0's proto does not have (0.3's url, security, type ...) fails here.
     card10 = ParseDict(current, pb.AgentCard())
     validate_proto_required_fields(card10)  # what 1.0's proto marks REQUIRED
