@@ -74,6 +74,17 @@ def oauth_error(error: str, description: str, status: int = 400) -> JsonResponse
     return JsonResponse({"error": error, "error_description": description}, status=status)
 
 
+def throttled(request: HttpRequest, view: View, what: str) -> HttpResponse | None:
+    """A 429 in OAuth's error shape when the address has spent the view's throttle_scope."""
+    throttle = ScopedRateThrottle()
+    if throttle.allow_request(request, view):  # type: ignore[arg-type]
+        return None
+    wait = int(throttle.wait() or 0) + 1
+    response = oauth_error("invalid_request", f"Too many {what}; retry in {wait} s.", 429)
+    response["Retry-After"] = str(wait)
+    return response
+
+
 @method_decorator(csrf_exempt, name="dispatch")  # no cookie is read: anyone may register
 class RegistrationView(View):
     """RFC 7591: a new client, public or confidential, with the limits of registration.py
@@ -83,14 +94,9 @@ class RegistrationView(View):
     http_method_names = ["post", "options"]
 
     def post(self, request: HttpRequest) -> HttpResponse:
-        throttle = ScopedRateThrottle()
-        if not throttle.allow_request(request, self):  # type: ignore[arg-type]
-            wait = int(throttle.wait() or 0) + 1
-            response = oauth_error(
-                "invalid_request", f"Too many registrations; retry in {wait} s.", 429
-            )
-            response["Retry-After"] = str(wait)
-            return response
+        refused = throttled(request, self, "registrations")
+        if refused is not None:
+            return refused
         try:
             registration = registration_parse(request.body)
         except RegistrationError as exc:
@@ -123,6 +129,18 @@ class ConsentView(AuthorizationView):
     template_name = "oauth/consent.html"
     login_url = reverse_lazy("admin:login")
 
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        # DOT lets a request's `approval_prompt=auto` skip this page when the client holds a
+        # live token of the same scopes, whatever resource it is for: a client consented to
+        # for /v1/mcp would get a code for the whole API unseen. The page is shown always.
+        if "approval_prompt" in request.GET:
+            query = request.GET.copy()
+            del query["approval_prompt"]
+            query._mutable = False
+            request.GET = query  # type: ignore[assignment]  # a QueryDict made immutable above
+        response: HttpResponse = super().get(request, *args, **kwargs)
+        return response
+
     def validate_authorization_request(self, request: HttpRequest) -> tuple[Any, Any]:
         scopes, credentials = super().validate_authorization_request(request)
         base = base_url(request)
@@ -150,10 +168,18 @@ class ConsentView(AuthorizationView):
 
 
 class JsonTokenView(TokenView):
-    """DOT's token endpoint, whose errors raised past oauthlib's own checks (invalid_target)
-    would otherwise leave as text/html."""
+    """DOT's token endpoint, throttled per address, whose errors raised past oauthlib's own
+    checks (invalid_target) would otherwise leave as text/html."""
+
+    # Token requests per address, counted with POST /v1/auth/token's (THROTTLE_TOKEN_RATE):
+    # codes and refresh tokens are long random strings, but nothing should be guessed at
+    # without limit.
+    throttle_scope = "token"
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        refused = throttled(request, self, "token requests")
+        if refused is not None:
+            return refused
         response: HttpResponse = super().post(request, *args, **kwargs)
         response["Content-Type"] = "application/json"
         response["Cache-Control"] = "no-store"

@@ -162,6 +162,20 @@ def test_registrations_are_throttled_per_address(db: Any, rates: Any) -> None:
     assert Application.objects.count() == 2
 
 
+def test_token_requests_are_throttled_per_address(
+    site: Client, public_client: str, rates: Any
+) -> None:
+    rates(token="2/min")
+    pkce = Pkce.make()
+    code = code_for(site, public_client, pkce)
+    statuses = [exchange(site, public_client, code, pkce).status_code for _ in range(3)]
+
+    assert statuses == [200, 400, 429]  # the code once, then reused, then throttled
+    refused = exchange(site, public_client, code, pkce)
+    assert refused["Retry-After"].isdigit()
+    assert refused.json()["error"] == "invalid_request"
+
+
 # ---------------------------------------------------------------- authorization
 
 
@@ -188,6 +202,21 @@ def test_the_consent_page_names_the_client_its_host_the_scopes_and_the_resource(
     assert "agents:invoke" in text
     assert "Run agents as you" in text
     assert f"{BASE}/v1" in text  # no resource asked: the whole API, as the token will be
+
+
+def test_a_client_that_holds_a_token_still_gets_the_consent_page(
+    site: Client, public_client: str
+) -> None:
+    # A live token for the MCP server, then `approval_prompt=auto` for the whole API: DOT
+    # would redirect with a code at once, the user never asked about the wider resource.
+    pkce = Pkce.make()
+    code = code_for(site, public_client, pkce, resource=f"{BASE}/v1/mcp")
+    assert exchange(site, public_client, code, pkce).status_code == 200
+
+    page = site.get(authorize_url(public_client, Pkce.make(), approval_prompt="auto"))
+
+    assert page.status_code == 200  # the page, not a redirect with a code
+    assert page.context["resources"] == [f"{BASE}/v1"]
 
 
 def test_deny_sends_the_client_access_denied_with_its_state(
