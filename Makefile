@@ -32,6 +32,7 @@ setup: $(VENV)/.installed
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py devsetup
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	$(BIN)/python manage.py metrics_reset --verbosity 0
 
 # `exec`: a SIGTERM to make reaches uvicorn itself, not a shell that would leave it running.
 # The lifespan on: at its start-up the server renews leases and sweeps the runs a killed

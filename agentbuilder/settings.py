@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -387,6 +388,20 @@ INGESTION_WORKERS = env.int("INGESTION_WORKERS", default=2)
 # Ingestions a document may start before it is `failed` for good: each one its process
 # died in (a document that brings its worker down) counts.
 INGESTION_MAX_ATTEMPTS = env.int("INGESTION_MAX_ATTEMPTS", default=3)
+
+# ---------------------------------------------------------------- metrics (Prometheus)
+
+# GET /metrics answers a scraper that sends `Authorization: Bearer <METRICS_TOKEN>`. Unset,
+# /metrics is a 404 for everyone (agentbuilder.metrics says why not loopback only) and no
+# process counts: set it for the web tier and the Celery workers alike.
+METRICS_TOKEN = secret("METRICS_TOKEN")
+# Every process that runs runs (server workers, Celery workers on the same filesystem) counts
+# into its own files here and a scrape adds them all up (prometheus_client's multiprocess
+# mode). The library picks that mode when it is first imported, from the environment: set
+# here, before anything imports it. `manage.py metrics_reset` empties it at a deployment's
+# start (`make run`, docker/compose.yaml's migrate).
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default=str(VAR_DIR / "metrics"))
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR
 
 # ---------------------------------------------------------------- LLM
 

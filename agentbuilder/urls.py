@@ -3,11 +3,14 @@ from django.urls import include, path, re_path
 
 from agentbuilder.api.errors import unknown_path
 from agentbuilder.api.schema import DocsView, SchemaView
+from agentbuilder.metrics import metrics
 
 urlpatterns = [
     # Single sign-on (agents.access.sso): before the admin, whose catch-all would take it.
     path("admin/oidc/", include("agents.access.sso.urls")),
     path("admin/", admin.site.urls),
+    # Prometheus's scrape path, outside the API (agentbuilder.metrics).
+    path("metrics", metrics, name="metrics"),
     # The OAuth authorization server: /.well-known/ metadata and /oauth/ endpoints.
     path("", include("agents.access.oauth.urls")),
     path("v1/schema", SchemaView.as_view(), name="schema"),

@@ -1,6 +1,9 @@
 """Test settings: the project's settings with a test-only secret and the offline model."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production")
 os.environ.setdefault("LLM_OFFLINE", "true")
@@ -14,6 +17,12 @@ os.environ.setdefault("LIVENESS_THREAD", "false")
 # Nor does it run beat: a live test's server would fire schedules under other tests. The
 # schedules' tests start it themselves.
 os.environ.setdefault("BEAT_EMBEDDED", "false")
+
+# The metrics this process and the servers it starts count (agentbuilder.metrics): in a
+# directory of its own, gone with it, not the developer's var/metrics.
+if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="agentbuilder-metrics-")
+    atexit.register(shutil.rmtree, os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)
 
 from agentbuilder.settings import *  # noqa: F403
 

@@ -19,6 +19,7 @@ BENCHMARKS = (
     "hnsw_params.py",
     "ingestion.py",
     "invoke_overhead.py",
+    "metrics_cost.py",
     "protocols_overhead.py",
     "retrieval_search.py",
     "stream_concurrency.py",

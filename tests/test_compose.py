@@ -77,6 +77,14 @@ def test_web_and_worker_start_after_migrations_succeed(services: dict[str, Any])
     assert services["migrate"]["depends_on"]["db"]["condition"] == "service_healthy"
 
 
+def test_web_and_worker_count_metrics_into_one_volume_emptied_before_they_start(
+    services: dict[str, Any],
+) -> None:
+    for name in ("web", "worker"):
+        assert "metrics:/app/var/metrics" in services[name]["volumes"], name
+    assert "metrics_reset" in services["migrate"]["command"]
+
+
 def test_compose_refuses_to_start_without_its_secrets(services: dict[str, Any]) -> None:
     required = set()
     for service, name, value in environments(services):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from typing import Any
 
 from django.db import connection
@@ -14,6 +15,7 @@ from agents.models import ApprovalStatus, Run, RunStatus
 from agents.runs import leases
 from agents.runs.approvals import approval_rows_json, approvals_insert_sql, deadline, paused_json
 from agents.runs.event_log import EventLog, insert_sql
+from agents.runs.metrics import run_counted
 from agents.runs.spending import settle
 from agents.runs.start import Invocation
 from agents.runtime.approvals import PausedTurn
@@ -91,6 +93,7 @@ class RunRecorder:
         self.trace = Trace()  # the runtime adds the run's steps to it
         self.events = EventLog(invocation.run_id, invocation.events_before)
         self.paused: PausedTurn | None = None  # the turn waits for approvals
+        self._started = time.monotonic()  # this turn's (the row's started_at is the run's)
         leases.run_started(invocation.run_id)
 
     def observe(self, event: Event) -> None:
@@ -136,7 +139,8 @@ class RunRecorder:
         invocation = self.invocation
         try:
             now = timezone.now()
-            steps = invocation.steps_before + self.trace.records(len(invocation.steps_before))
+            turn = self.trace.records(len(invocation.steps_before))
+            steps = invocation.steps_before + turn
             cost, by_model = steps_cost(steps)
             params = {
                 "id": invocation.run_id,
@@ -165,6 +169,13 @@ class RunRecorder:
                 cursor.execute(statement, params)
             # What the run's last model call spent, charged in this hop, not one of its own.
             settle(invocation.run_input.spend, invocation.run_id)
+            run_counted(
+                agent=invocation.agent_name,
+                protocol=invocation.protocol,
+                status=self.status,
+                seconds=time.monotonic() - self._started,
+                steps=turn,
+            )
         finally:
             # Written or not: a run this process failed to write is left to its lease.
             leases.run_ended(self.invocation.run_id)

@@ -61,6 +61,7 @@ class Invocation:
     # Which agent and version answered, as callers name them (`calculator@3`).
     agent_name: str = ""
     version_number: int = 0
+    protocol: str = ""  # as the run record names it (RunRequest.protocol)
     # A run that may wait for approvals: its request, kept if it pauses (agents.runs.approvals).
     request: RunRequest | None = None
     # A resumed run: the events and steps of its turns before, which this one continues.
@@ -203,7 +204,13 @@ def _opened(
     # A run nothing applies to has no gate, and pays nothing for one.
     run_input = replace(run_input, spend=spend_gate((budgets, tokens)))
     invocation = Invocation(
-        run.pk, run.response_id, spec, run_input, target.agent_name, target.version_number
+        run.pk,
+        run.response_id,
+        spec,
+        run_input,
+        target.agent_name,
+        target.version_number,
+        request.protocol,
     )
     if run_input.can_pause:
         invocation.request = request
