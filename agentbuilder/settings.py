@@ -7,6 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -342,6 +343,14 @@ CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 # tick it sends, not every 3 minutes: a beat restarted in between would send it again.
 CELERY_BEAT_SCHEDULER = "agents.schedules.beat:ScheduleScheduler"
 CELERY_BEAT_SYNC_EVERY = 1
+# The platform's own periodic tasks, which beat writes as PeriodicTask rows at its start
+# (the embedded one too): the daily prune (RUN_RETENTION_DAYS), at a quiet hour (UTC).
+CELERY_BEAT_SCHEDULE = {
+    "prune runs past RUN_RETENTION_DAYS": {
+        "task": "agents.runs.prune",
+        "schedule": crontab(minute=17, hour=3),
+    },
+}
 # Without a broker, the server process runs beat in a thread from its start-up
 # (agentbuilder.beat): `make run` fires schedules with no other process. With one, run
 # `celery -A agentbuilder beat` once per deployment, and leave this off.
@@ -377,6 +386,10 @@ RUN_QUEUE_TIMEOUT_SECONDS = env.float("RUN_QUEUE_TIMEOUT_SECONDS", default=3600.
 # A run's stored events (GET /v1/runs/{id}/events) are kept this many seconds after it
 # ended, then pruned by the liveness passes (agents.runs.event_prune).
 RUN_EVENTS_TTL = env.float("RUN_EVENTS_TTL", default=86400.0)
+# Runs that ended more than this many days ago are deleted daily, with their events and
+# webhook deliveries (agents.runs.retention): but runs with feedback, and the audit log.
+# 0 or empty: runs are kept forever. `manage.py prune --days N` prunes by hand.
+RUN_RETENTION_DAYS = int(env.str("RUN_RETENTION_DAYS", default="90").strip() or 0)
 # Classes (dotted paths) that see every run's events and may stop a run: telemetry and
 # policies plug in here (agents.runs.hooks). Budgets and tokensPerMinute do not: they are
 # the run's spend gate, which sees each model call (agents.runs.spending).

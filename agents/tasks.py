@@ -5,10 +5,11 @@ from __future__ import annotations
 import uuid
 
 from celery import shared_task
+from django.conf import settings
 from django.db import connection
 
 from agents.evals import runner as experiments
-from agents.runs import background
+from agents.runs import background, retention
 from agents.schedules.fire import schedule_fire
 from agents.schedules.services import TICK_TASK
 
@@ -44,5 +45,17 @@ def experiment_slot(experiment_id: str) -> int:
     """One slot of an experiment: its pending cases, one at a time, until none is left."""
     try:
         return experiments.slot_run(uuid.UUID(experiment_id))
+    finally:
+        connection.close()
+
+
+# Daily, by beat (CELERY_BEAT_SCHEDULE); a prune cut short is finished by the next one.
+@shared_task(name=retention.TASK, ignore_result=True)
+def runs_prune() -> dict[str, int]:
+    """Prune what RUN_RETENTION_DAYS no longer keeps (agents.runs.retention); nothing at 0."""
+    if settings.RUN_RETENTION_DAYS < 1:
+        return {}
+    try:
+        return retention.runs_prune(days=settings.RUN_RETENTION_DAYS).counts()
     finally:
         connection.close()

@@ -21,6 +21,7 @@ BENCHMARKS = (
     "invoke_overhead.py",
     "metrics_cost.py",
     "protocols_overhead.py",
+    "prune.py",
     "retrieval_search.py",
     "stream_concurrency.py",
     "trace_cost.py",

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -27,6 +28,7 @@ from agentbuilder.users import User, request_user
 from agents.access.permissions import Action, may
 from agents.evals.charts import Point, bar_chart, line_chart
 from agents.models import Agent, Environment, RunUsage
+from agents.selectors.storage import table_sizes
 from agents.selectors.usage import (
     DEFAULT_SPAN,
     GroupBy,
@@ -122,6 +124,10 @@ def usage_page(site: admin.AdminSite, request: HttpRequest) -> TemplateResponse:
     }
     if period is not None:
         context.update(_report(user, period, form.cleaned_data.get("environment")))
+    if user.is_superuser:
+        # Platform-wide, not narrowed to what the user may see: a superuser's only.
+        context["storage"] = table_sizes()
+        context["retention_days"] = settings.RUN_RETENTION_DAYS
     return TemplateResponse(request, "admin/agents/usage/page.html", context)
 
 

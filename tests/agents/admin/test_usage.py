@@ -128,3 +128,33 @@ def test_the_usage_entry_shows_no_run_of_its_own(world: Spend) -> None:
 
     assert client.get(f"{USAGE}{bobs.pk}/change/").status_code == 404
     assert client.get(f"/admin/agents/run/{bobs.pk}/change/").status_code == 302  # not hers
+
+
+def test_a_superuser_sees_the_big_tables_sizes_and_the_retention(
+    world: Spend, admin_user: Any, settings: Any
+) -> None:
+    settings.RUN_RETENTION_DAYS = 90
+
+    page = signed_in(admin_user).get(USAGE)
+
+    sizes = {t.table: t.bytes for t in page.context["storage"]}
+    assert set(sizes) == {
+        "agents_run",
+        "agents_runevent",
+        "agents_webhookdelivery",
+        "retrieval_document",
+        "retrieval_chunk",
+    }
+    # The runs table holds the world's runs: pages on disk, with its indexes.
+    assert sizes["agents_run"] >= 8192
+    text = html.unescape(page.content.decode())
+    assert 'id="usage-storage"' in text
+    assert "run events" in text
+    assert "more than 90 days ago are pruned daily" in text
+
+
+def test_a_staff_user_who_is_not_a_superuser_sees_no_table_sizes(world: Spend) -> None:
+    page = signed_in(world.alice).get(USAGE)
+
+    assert "storage" not in page.context
+    assert 'id="usage-storage"' not in page.content.decode()
