@@ -104,6 +104,8 @@ MIDDLEWARE = [
     "agentbuilder.api.middleware.body_limit",
     # Where a change comes from, for the audit log (agents.audit.context).
     "agents.audit.context.audit_middleware",
+    # The request's place in a trace: `traceparent` in and out (agents.telemetry.context).
+    "agents.telemetry.context.trace_context_middleware",
     "agentbuilder.static_files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -542,6 +544,21 @@ STORAGES = {
 }
 # Under `make run` uvicorn serves the admin's static files straight from the apps.
 WHITENOISE_USE_FINDERS = DEBUG
+
+# ---------------------------------------------------------------- traces (OpenTelemetry)
+
+# Set: each run exports its spans (agents.telemetry) over OTLP/HTTP; the SDK reads the
+# endpoint and the rest of the standard OTEL_* variables (OTEL_SERVICE_NAME,
+# OTEL_EXPORTER_OTLP_HEADERS, OTEL_BSP_*) from the environment itself.
+OTEL_EXPORTER_OTLP_ENDPOINT = env.str("OTEL_EXPORTER_OTLP_ENDPOINT", default="")
+OTEL_SDK_DISABLED = env.bool("OTEL_SDK_DISABLED", default=False)
+# Messages, answers, tool arguments and results on the spans (as the run keeps them, after
+# its guardrails), each cut to a size.
+OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT = env.bool(
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", default=False
+)
+# The admin's run page links the run's trace: a URL with {trace_id} in it.
+OTEL_TRACE_URL_TEMPLATE = env.str("OTEL_TRACE_URL_TEMPLATE", default="")
 
 # ---------------------------------------------------------------- logging
 

@@ -10,6 +10,7 @@ class AgentsConfig(AppConfig):
         from agents.access.provider import DocumentAccess, EnvironmentAccess
         from agents.evals import runner as experiments
         from agents.runs import approvals, background, event_prune, leases, live
+        from agents.telemetry import spans
         from agents.webhooks import dispatch as webhooks
         from retrieval import access as retrieval_access
 
@@ -25,5 +26,8 @@ class AgentsConfig(AppConfig):
         # also retrieval.access); this app answers, so none of them imports agents.
         access.provide(EnvironmentAccess())
         retrieval_access.provide(DocumentAccess())
+        # With export on, the tracer provider is in place before the first request, so the
+        # MCP SDK's server spans of /v1/mcp join the runs' traces from the first call on.
+        spans.enabled()
         # /v1/mcp, our MCP server, beside Django's handler (agentbuilder.asgi).
         asgi_mounts.mount("agents.protocols.mcp_server.asgi")

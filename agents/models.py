@@ -416,6 +416,9 @@ class Run(models.Model):
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     tokens_usage = models.JSONField(default=dict, blank=True)
     thread_id = models.CharField(max_length=100, blank=True, db_index=True)
+    # The W3C trace id of its trace (32 hex digits; agents.telemetry): the caller's from
+    # its `traceparent`, else a new one. Exported or not, logs and answers carry it.
+    trace_id = models.CharField(max_length=32, blank=True, editable=False)
     messages = models.JSONField(default=list, blank=True)
     output = models.JSONField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -32,6 +33,7 @@ SUMMARY = (
     "tokens_usage",
     "cost",
     "thread",
+    "trace",
     "error",
     "lease_until",
 )
@@ -66,7 +68,7 @@ class RunAdmin(admin.ModelAdmin):
         "started_at",
     ]
     date_hierarchy = "started_at"
-    search_fields = ["id", "thread_id", "response_id", "agent__name"]
+    search_fields = ["id", "thread_id", "response_id", "trace_id", "agent__name"]
     list_select_related = ["agent", "version", "caller"]
     fieldsets = [
         (None, {"fields": ("id", *SUMMARY)}),
@@ -145,6 +147,17 @@ class RunAdmin(admin.ModelAdmin):
     def version_link(self, run: Run) -> SafeString:
         url = reverse("admin:agents_agentversion_change", args=[run.version_id])
         return format_html('<a href="{}">v{}</a>', url, run.version.number)
+
+    @admin.display(description="trace")
+    def trace(self, run: Run) -> SafeString | str:
+        """The trace id, linked to OTEL_TRACE_URL_TEMPLATE's viewer when one is set."""
+        if not run.trace_id:
+            return "-"
+        template = str(settings.OTEL_TRACE_URL_TEMPLATE)
+        if not template:
+            return run.trace_id
+        url = template.replace("{trace_id}", run.trace_id)
+        return format_html('<a href="{}" id="run-trace-link">{}</a>', url, run.trace_id)
 
     @admin.display(description="thread")
     def thread(self, run: Run) -> SafeString | str:

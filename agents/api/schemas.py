@@ -401,6 +401,11 @@ class RunOut(OutputModel):
         description="The model that answered: that of the run's last completed model call "
         "(a fallback model when the version's failed); null when none answered.",
     )
+    trace_id: str | None = Field(
+        None,
+        description="The W3C trace id of the run's trace (32 hex digits): the caller's "
+        "`traceparent`'s, else a new one; the answer's `traceparent` header carries it.",
+    )
 
     @classmethod
     def of(cls, run: Run) -> RunOut:
@@ -423,6 +428,7 @@ class RunOut(OutputModel):
             schedule_id=run.schedule_id,
             cost_usd=_dollars(run.cost_usd),
             model=_answered_by(run.steps),
+            trace_id=run.trace_id or None,
         )
 
 

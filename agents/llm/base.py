@@ -106,6 +106,9 @@ class ModelRequest:
     # False: at most one tool call in the answer. Providers that cannot be told so are
     # trimmed to the first call by the runtime.
     parallel_tool_calls: bool = True
+    # The W3C `traceparent` of the model call's span: network providers send it as a header,
+    # so a provider's (or a proxy's) own tracing joins the run's trace.
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True)

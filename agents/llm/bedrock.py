@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import re
 import threading
@@ -238,6 +239,22 @@ def _usage(usage: dict[str, Any]) -> Usage:
     return Usage(usage.get("inputTokens", 0) + read + written, usage.get("outputTokens", 0), read)
 
 
+_TRACEPARENT_HOOK = "agentbuilder-traceparent"
+# The traceparent of the call a reader thread makes: botocore's hooks take no argument of
+# the caller's, and each reader is a thread (so a context) of its own.
+_traceparent: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "bedrock_traceparent", default=None
+)
+
+
+def _send_traceparent(request: Any, **_: Any) -> None:
+    """Adds the call's `traceparent` after signing (the signature does not cover it, as
+    for any header a proxy adds). Returns None: a value would stand in for the answer."""
+    traceparent = _traceparent.get()
+    if traceparent:
+        request.headers["traceparent"] = traceparent
+
+
 class _Reader(threading.Thread):
     """Calls ConverseStream and reads its events, in a thread of its own."""
 
@@ -248,6 +265,7 @@ class _Reader(threading.Thread):
         self.kwargs = kwargs
         self.max_retries = request.max_retries
         self.timeout = request.timeout
+        self.traceparent = request.traceparent
         self.put = put
         self.lock = threading.Lock()
         self.stopped = False
@@ -264,6 +282,12 @@ class _Reader(threading.Thread):
 
     def _read(self) -> None:
         client = aws.client("bedrock-runtime", max_retries=self.max_retries, timeout=self.timeout)
+        # Registered once per shared client (the id makes a second registration a no-op);
+        # the header comes from this thread's call.
+        client.meta.events.register(
+            "before-send.bedrock-runtime", _send_traceparent, unique_id=_TRACEPARENT_HOOK
+        )
+        _traceparent.set(self.traceparent)
         event_stream = client.converse_stream(**self.kwargs)["stream"]
         with self.lock:
             if self.stopped:

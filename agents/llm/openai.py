@@ -70,6 +70,9 @@ class OpenAIProvider:
                 cast_to=httpx2.Response,  # the SDK hands the response over unread
                 body=_wire_body(request),
                 stream=True,
+                options={"headers": {"traceparent": request.traceparent}}
+                if request.traceparent
+                else {},
             )
             try:
                 async for chunk in _chunks(response.aiter_lines()):

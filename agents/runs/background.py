@@ -45,6 +45,7 @@ from agents.runs.live import run_cancel
 from agents.runs.request import RunRequest, request_from_json
 from agents.runs.start import Invocation, invocation_claimed, invocation_queue, queue_lease_expiry
 from agents.runtime.failures import FailureCode
+from agents.runtime.tracecontext import RunTrace
 
 logger = logging.getLogger(__name__)
 
@@ -121,8 +122,9 @@ def run_claim(run_id: uuid.UUID) -> Invocation | None:
         agent_id=run.agent_id,
         version_ref=str(number),  # the version it resolved when queued
     )
+    trace = RunTrace.from_json(kept["trace"]) if "trace" in kept else None
     try:
-        return invocation_claimed(run, request)
+        return invocation_claimed(run, request, trace)
     except (DomainError, Invalid) as exc:  # the run is failed with the reason
         logger.info("run %s could not start: %s", run_id, exc)
         return None

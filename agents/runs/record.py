@@ -90,7 +90,9 @@ class RunRecorder:
         self.usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
         self.output: Any = None
         self.error: dict[str, str] | None = None
-        self.trace = Trace()  # the runtime adds the run's steps to it
+        self.trace = Trace(invocation.trace)  # the runtime adds the run's steps to it
+        self.started_ns, self.started_monotonic_ns = time.time_ns(), time.monotonic_ns()
+        self.answer: str | None = None  # as the caller got it, for the run's spans
         self.events = EventLog(invocation.run_id, invocation.events_before)
         self.paused: PausedTurn | None = None  # the turn waits for approvals
         self._started = time.monotonic()  # this turn's (the row's started_at is the run's)
@@ -105,6 +107,7 @@ class RunRecorder:
             if event.paused is not None:
                 self.status, self.paused = RunStatus.AWAITING_APPROVAL, event.paused
             self.usage = event.usage.as_dict()
+            self.answer = event.answer_text
             self.output = event.structured if event.structured is not None else event.text
             if event.client_calls:  # the turn waits for the client: its message is the output
                 self.output = self.transcript.messages[-1]

@@ -36,6 +36,8 @@ from agents.runtime.failures import FailureCode
 from agents.runtime.messages import MESSAGE_ROLES, message_from_json, message_json
 from agents.runtime.spec import AgentSpec, RunInput
 from agents.runtime.task_agent import TaskInputError, prepare_inputs
+from agents.runtime.tracecontext import RunTrace, new_span_id, new_trace_id
+from agents.telemetry.context import run_trace
 from agents.templating import TemplateLimitError
 from agents.webhooks.guard import webhook_check
 from guardrails.engines.rules import Rule
@@ -67,6 +69,10 @@ class Invocation:
     # A resumed run: the events and steps of its turns before, which this one continues.
     events_before: int = 0
     steps_before: list[dict[str, Any]] = field(default_factory=list)
+    # Its place in a trace (agents.telemetry.context), and what its spans say of it.
+    trace: RunTrace = field(default_factory=lambda: RunTrace.under(None))
+    thread_id: str = ""
+    environment: str = ""  # the environment's name
 
     @property
     def answered_by(self) -> str:
@@ -87,9 +93,10 @@ def invocation_start(request: RunRequest) -> Invocation:
     history = thread_history(
         agent_id=target.agent_id, caller=request.user, thread_id=request.thread_id
     )
-    run = _run(request, target)
+    trace = run_trace()
+    run = _run(request, target, trace)
     insert_new(run)
-    return _opened(request, target, run, history, call_depth, budgets)
+    return _opened(request, target, run, history, call_depth, budgets, trace)
 
 
 def invocation_queue(request: RunRequest) -> uuid.UUID:
@@ -99,11 +106,13 @@ def invocation_queue(request: RunRequest) -> uuid.UUID:
     _admitted(request)
     call_depth, target = _checked(request)
     _budgets(request, target)  # refused now; the worker that takes it reads them again
-    run = _run(request, target)
+    trace = run_trace()
+    run = _run(request, target, trace)
     run.status = RunStatus.QUEUED
     run.queued_at = timezone.now()
     run.lease_until = queue_lease_expiry()
-    run.request = request_json(request)
+    # The worker's run is the span the queueing request's answer named.
+    run.request = request_json(request) | {"trace": trace.as_json()}
     insert_new(run)
     leases.run_inserted(run.pk)
     try:
@@ -113,10 +122,11 @@ def invocation_queue(request: RunRequest) -> uuid.UUID:
     return run.pk
 
 
-def invocation_claimed(run: Run, request: RunRequest) -> Invocation:
+def invocation_claimed(run: Run, request: RunRequest, trace: RunTrace | None = None) -> Invocation:
     """The invocation of a queued run a worker has just claimed (now `in_progress`, leased
-    by this process): `request` as `invocation_queue` kept it. The caller's right to run
-    the version is checked again, as it stands now; a refusal fails the run."""
+    by this process): `request` as `invocation_queue` kept it, `trace` as it kept that
+    (else a new span in the run's trace: a turn resumed after approvals). The caller's
+    right to run the version is checked again, as it stands now; a refusal fails the run."""
     try:
         call_depth, target = _checked(request)
         budgets = _budgets(request, target)
@@ -129,7 +139,10 @@ def invocation_claimed(run: Run, request: RunRequest) -> Invocation:
     history = thread_history(
         agent_id=target.agent_id, caller=request.user, thread_id=request.thread_id
     )
-    return _opened(request, target, run, history, call_depth, budgets)
+    if trace is None:
+        trace_id = int(run.trace_id, 16) if run.trace_id else new_trace_id()
+        trace = RunTrace(trace_id, new_span_id())
+    return _opened(request, target, run, history, call_depth, budgets, trace)
 
 
 def queue_lease_expiry() -> datetime:
@@ -173,8 +186,9 @@ def _budgets(request: RunRequest, target: RunTarget) -> BudgetGate | None:
     )
 
 
-def _run(request: RunRequest, target: RunTarget) -> Run:
+def _run(request: RunRequest, target: RunTarget, trace: RunTrace) -> Run:
     return Run(
+        trace_id=trace.trace_hex,
         agent_id=target.agent_id,
         version_id=target.version_id,
         caller=request.user,
@@ -196,6 +210,7 @@ def _opened(
     history: tuple[Message, ...],
     call_depth: CallDepth,
     budgets: BudgetGate | None,
+    trace: RunTrace,
 ) -> Invocation:
     leases.run_inserted(run.pk)
     spec, run_input = _prepared(request, target, run, history, call_depth)
@@ -212,6 +227,8 @@ def _opened(
         target.version_number,
         request.protocol,
     )
+    invocation.trace, invocation.thread_id = trace, request.thread_id
+    invocation.environment = request.environment.name
     if run_input.can_pause:
         invocation.request = request
     leases.run_opened(run.pk, invocation)

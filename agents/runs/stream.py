@@ -22,6 +22,7 @@ from agents.runs.hooks import StopRun, hooks_end, hooks_see
 from agents.runs.pacing import paced
 from agents.runs.record import RunRecorder
 from agents.runs.start import Invocation
+from agents.runs.telemetry import run_exported
 from agents.runtime.engine import run
 from agents.runtime.events import Event, ResponseFailed
 from agents.runtime.failures import FailureCode
@@ -170,6 +171,7 @@ class RecordedEvents:
         try:
             await recorder.events.settle()
             await in_db(recorder.save)(canceled=canceled)
+            run_exported(self.invocation, recorder)
         except Exception:
             # Not written (the database is gone, a bug): no beat vouches for the run any
             # more, so its lease runs out and the sweep closes it `interrupted`.

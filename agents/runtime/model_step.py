@@ -117,8 +117,12 @@ class _Attempt:
         status = "failed"
         error: str | None = None
         parts: list[str] = []
+        request = self.request
+        span = meter.trace.span_of(step)
+        if span is not None:  # the provider's HTTP request names this call's span
+            request = dataclasses.replace(request, traceparent=span.header())
         try:
-            async for event in self.provider.stream(self.request):
+            async for event in self.provider.stream(request):
                 if isinstance(event, TextChunk) and not event.text:
                     continue
                 if first is None and isinstance(event, TextChunk | ToolCallChunk):

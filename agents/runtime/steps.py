@@ -32,6 +32,7 @@ class ToolCallStep:
     arguments: str
     result: str | None = field(default=None, metadata=OMIT_NONE)
     error: str | None = field(default=None, metadata=OMIT_NONE)
+    call_id: str | None = field(default=None, metadata=OMIT_NONE)  # the model's id of the call
 
 
 @dataclass(frozen=True)

@@ -285,15 +285,17 @@ async def _run_calls(
         step = trace.start("tool_call")
         if gate and not can_pause and _gated(tool, call):
             said = refused_result(call.name)
-            step.end("failed", ToolCallStep(call.name, cut(call.arguments), error=said))
+            arguments = cut(call.arguments)
+            step.end("failed", ToolCallStep(call.name, arguments, error=said, call_id=call.call_id))
             return Outcome(said, is_error=True)
         with trace.within(step):
             outcome = await execute(tool, call.name, call.arguments)
         said, arguments = cut(outcome.content), cut(call.arguments)
         if outcome.is_error:
-            step.end("failed", ToolCallStep(call.name, arguments, error=said))
+            step.end("failed", ToolCallStep(call.name, arguments, error=said, call_id=call.call_id))
         else:
-            step.end("completed", ToolCallStep(call.name, arguments, result=said))
+            detail = ToolCallStep(call.name, arguments, result=said, call_id=call.call_id)
+            step.end("completed", detail)
         return await _screened(outcome, call, rules, trace)
 
     return list(await asyncio.gather(*(one(c) for c in calls)))

@@ -11,7 +11,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+
 from agents.runtime.steps import StepDetail, step_json
+from agents.runtime.tracecontext import RunTrace, SpanRef, new_span_id
 
 MAX_BYTES = 4096  # of a tool call's arguments, result or error, as UTF-8
 
@@ -32,8 +36,11 @@ _within: ContextVar[Step | None] = ContextVar("trace_within", default=None)
 
 @dataclass
 class Trace:
-    """The steps of one run, in the order they started (concurrent tool calls included)."""
+    """The steps of one run, in the order they started (concurrent tool calls included);
+    `root`, the run's place in its trace (agents.runtime.tracecontext), None in tests of
+    the runtime alone."""
 
+    root: RunTrace | None = None
     _started: list[Step] = field(default_factory=list)
 
     def start(self, kind: str, detail: StepDetail | None = None) -> Step:
@@ -49,12 +56,31 @@ class Trace:
 
     @contextmanager
     def within(self, step: Step) -> Iterator[None]:
-        """Steps started in this block are `step`'s own (a nested task agent's)."""
+        """Steps started in this block are `step`'s own (a nested task agent's), and so is
+        the work of OpenTelemetry-aware clients (the MCP SDK puts the step's span in its
+        requests' `params._meta.traceparent`)."""
         token = _within.set(step)
+        span = self.span_of(step)
+        otel_token = None
+        if span is not None:
+            otel_token = otel_context.attach(otel_trace.set_span_in_context(_otel_span(span)))
         try:
             yield
         finally:
+            if otel_token is not None:
+                otel_context.detach(otel_token)
             _within.reset(token)
+
+    def span_of(self, step: Step) -> SpanRef | None:
+        """The span that will stand for `step` in the run's trace."""
+        if self.root is None:
+            return None
+        return SpanRef(self.root.trace_id, step.span_id, self.root.sampled)
+
+    @property
+    def started(self) -> list[Step]:
+        """The steps themselves, in the order they started (for the run's spans)."""
+        return list(self._started)
 
     @property
     def steps(self) -> list[dict[str, Any]]:
@@ -81,13 +107,26 @@ class Step:
         self._start = time.monotonic()
         self._ended: dict[str, Any] | None = None
         self.parent: Step | None = None
+        self.span_id = new_span_id()
+        self.status = "canceled"  # until it ends
+        self.reported: StepDetail | None = detail  # what it reports: its end's, once it ends
+        self.ended_after_ns: int | None = None  # of the monotonic clock, from its start
+
+    def elapsed_ns(self) -> int:
+        return int((time.monotonic() - self._start) * 1e9)
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self._start) * 1000)
 
     def end(self, status: str, detail: StepDetail) -> None:
         if self._ended is None:
-            self._ended = {"latencyMs": self.elapsed_ms(), "status": status, **step_json(detail)}
+            self.ended_after_ns = self.elapsed_ns()
+            self.reported, self.status = detail, status
+            self._ended = {
+                "latencyMs": self.ended_after_ns // 1_000_000,
+                "status": status,
+                **step_json(detail),
+            }
 
     def record(self, parent: int | None = None) -> dict[str, Any]:
         """The step as docs/api.md#run-steps lists it; `parent`, the position of the step it ran
@@ -101,3 +140,9 @@ class Step:
             **nested,
             **ended,
         }
+
+
+def _otel_span(span: SpanRef) -> otel_trace.NonRecordingSpan:
+    flags = otel_trace.TraceFlags(otel_trace.TraceFlags.SAMPLED if span.sampled else 0)
+    context = otel_trace.SpanContext(span.trace_id, span.span_id, False, flags)
+    return otel_trace.NonRecordingSpan(context)

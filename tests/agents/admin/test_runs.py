@@ -147,6 +147,26 @@ def test_the_run_page_links_its_thread_and_the_thread_link_lists_its_turns(
     assert set(thread.context["cl"].result_list) == {first, second}
 
 
+def test_the_run_page_links_its_trace_where_a_trace_viewer_is_set(
+    admin_user: Any, owner_client: Any, make_agent: Any, settings: Any
+) -> None:
+    run = _invoke(owner_client, make_agent(), "What is 3x5?")
+    site = _signed_in(admin_user)
+    assert re.fullmatch(r"[0-9a-f]{32}", run.trace_id)
+
+    plain = site.get(f"/admin/agents/run/{run.pk}/change/").content.decode()
+    settings.OTEL_TRACE_URL_TEMPLATE = "http://127.0.0.1:16686/trace/{trace_id}"
+    linked = site.get(f"/admin/agents/run/{run.pk}/change/").content.decode()
+
+    assert run.trace_id in plain
+    assert 'id="run-trace-link"' not in plain
+    expected = f'<a href="http://127.0.0.1:16686/trace/{run.trace_id}" id="run-trace-link">'
+    assert expected in linked
+    # Found by its trace id, as a collector shows it.
+    listed = site.get("/admin/agents/run/", {"q": run.trace_id})
+    assert list(listed.context["cl"].result_list) == [run]
+
+
 def test_the_run_page_shows_its_steps_as_a_timeline_above_the_messages(
     admin_user: Any, owner_client: Any, make_agent: Any
 ) -> None:
