@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -102,7 +103,14 @@ def _configure() -> None:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-            provider = _provider(BatchSpanProcessor(OTLPSpanExporter()))
+            processor = BatchSpanProcessor(
+                OTLPSpanExporter(),
+                # The SDK's defaults (a batch each 5 s, 2,048 queued) dropped spans at 100
+                # runs a second (bench/otel_export.py); OTEL_BSP_* set win over these.
+                max_queue_size=None if "OTEL_BSP_MAX_QUEUE_SIZE" in os.environ else 8192,
+                schedule_delay_millis=None if "OTEL_BSP_SCHEDULE_DELAY" in os.environ else 1000,
+            )
+            provider = _provider(processor)
             # The global one too: the MCP SDK's client and server spans join the same export.
             otel_trace.set_tracer_provider(provider)
             _tracer = provider.get_tracer(SCOPE)
