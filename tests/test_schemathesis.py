@@ -151,6 +151,13 @@ schema = schemathesis.openapi.from_wsgi(
     "/v1/schema?format=json", get_wsgi_application(), config=CONFIG
 )
 
+# The stateful scenarios walk the agents' operations, where the document's links are. Over
+# every operation, each new route took a share of the scenarios' first steps: with the
+# draws derandomized, whether any scenario went past creating an agent then turned on
+# which routes the document had that day (13 agents made and walked on one commit, 2 made
+# and none walked on its parent, which only added routes elsewhere).
+AGENT_OPERATIONS = schema.include(path_regex=r"^/v1/agents")
+
 EXAMPLES: Counter[str] = Counter()
 PHASES: Counter[str] = Counter()
 FAILURES: Counter[str] = Counter()
@@ -401,7 +408,7 @@ def test_stateful_scenarios_conform_to_the_document(world: World) -> None:
 
     walked: Counter[str] = Counter()
 
-    class Scenario(schema.as_state_machine()):  # type: ignore[misc]
+    class Scenario(AGENT_OPERATIONS.as_state_machine()):  # type: ignore[misc]
         # Each scenario starts from the world as the fixture made it: what one wrote would
         # change what the next one's answers hold, and hypothesis replays a scenario
         # expecting the same draws (FlakyStrategyDefinition otherwise).
