@@ -20,6 +20,7 @@ BENCHMARKS = (
     "ingestion.py",
     "invoke_overhead.py",
     "metrics_cost.py",
+    "oauth_tokens.py",
     "otel_export.py",
     "protocols_overhead.py",
     "prune.py",
