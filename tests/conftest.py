@@ -110,6 +110,7 @@ def make_agent(env: Environment, admin_user: Any) -> Callable[..., Agent]:
 SEEDS = [
     ("agents.migrations.0002_version_immutable_and_catalog", "seed"),
     ("agents.migrations.0007_model_attachment_capabilities", "add"),
+    ("agents.migrations.0020_run_cost", "price"),  # the catalog's list prices
     ("guardrails.migrations.0002_catalog", "seed"),
     ("guardrails.migrations.0004_catalog_engines", "configure"),
 ]
