@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from django.db.models import QuerySet
+from django.db.models.functions import Left
 
 from agentbuilder.errors import NotFound
 from retrieval.models import Chunk, Document
@@ -36,6 +37,14 @@ def document_titles(*, document_ids: list[str]) -> dict[str, str]:
     """The titles of documents a run's sources named, by id (deleted ones left out)."""
     rows = Document.objects.filter(pk__in=set(document_ids)).values_list("pk", "title")
     return {str(pk): title for pk, title in rows}
+
+
+def chunk_snippets(*, chunk_ids: list[str], length: int = 300) -> dict[str, str]:
+    """The first `length` characters of the chunks a run's hits named, by id (deleted ones
+    left out)."""
+    pks = {int(pk) for pk in chunk_ids if str(pk).isdigit()}
+    rows = Chunk.objects.filter(pk__in=pks).values_list("pk", Left("text", length))
+    return {str(pk): text for pk, text in rows}
 
 
 def chunk_list(*, document_id: uuid.UUID) -> QuerySet[Chunk]:

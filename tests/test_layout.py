@@ -134,6 +134,9 @@ BEHAVIOUR_SUITES: dict[str, str] = {
     ),
     "agents/admin/test_studio_browser.py": "the admin's pages in a real browser",
     "agents/admin/test_usage_browser.py": "the usage page in a real browser: charts, filters",
+    "agents/admin/test_runs_browser.py": (
+        "the runs list, a run's page, the thread page and the agent list at 1280 px"
+    ),
     "agents/access/sso/test_sso_browser.py": (
         "single sign-on in a real browser against a real OpenID provider: page, views, backend"
     ),

@@ -3,7 +3,7 @@ permission checks and validation apply and versions stay append-only."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, cast
 
 from django import forms
@@ -29,6 +29,7 @@ from agents.admin.forms import (
     ServiceForm,
     config_text,
 )
+from agents.admin.run_page import WIDE_LIST
 from agents.evals.admin_urls import experiment_urls
 from agents.evals.from_runs import PlaygroundCaseView, PlaygroundFeedbackView
 from agents.examples import TEMPLATES
@@ -189,17 +190,34 @@ class VersionInline(admin.TabularInline):
         return format_html('<a href="{}{}">with v{}</a>', url, query, version.number - 1)
 
 
-class StatusFilter(admin.SimpleListFilter):
-    title = "status"
-    parameter_name = "status"
+class DeletedFilter(admin.SimpleListFilter):
+    """Deleted agents (soft-deleted: their versions and runs stay) are left out of the list
+    unless asked for: "deleted: yes" lists only them, "all" both."""
+
+    title = "deleted"
+    parameter_name = "deleted"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("active", "Active"), ("deleted", "Deleted")]
+        return [("yes", "Yes"), ("all", "All")]
+
+    def choices(self, changelist: Any) -> Iterator[Any]:
+        # Django's first choice is "All" for no value; here no value means "No".
+        yield {
+            "selected": self.value() is None,
+            "query_string": changelist.get_query_string(remove=[self.parameter_name]),
+            "display": "No",
+        }
+        for value, label in self.lookup_choices:
+            yield {
+                "selected": self.value() == value,
+                "query_string": changelist.get_query_string({self.parameter_name: value}),
+                "display": label,
+            }
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Agent]) -> QuerySet[Agent]:
-        if self.value() in ("active", "deleted"):
-            return queryset.filter(deleted_at__isnull=self.value() == "active")
-        return queryset
+        if self.value() == "all":
+            return queryset
+        return queryset.filter(deleted_at__isnull=self.value() != "yes")
 
 
 NOTHING_CHANGED = (
@@ -225,7 +243,7 @@ class AgentAdmin(AuditedPermissionsAdminMixin, ReinforcedGuardedModelAdminMixin,
         "playground",
     )
     # Only the environments of rows the user sees (Django's filter names them all).
-    list_filter = (("environment", admin.RelatedOnlyFieldListFilter), "agent_type", StatusFilter)
+    list_filter = (("environment", admin.RelatedOnlyFieldListFilter), "agent_type", DeletedFilter)
     list_select_related = ("environment",)
     search_fields = ("name", "display_name", "description")
     inlines = [VersionInline]
@@ -290,6 +308,11 @@ class AgentAdmin(AuditedPermissionsAdminMixin, ReinforcedGuardedModelAdminMixin,
             ),
             *super().get_urls(),
         ]
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        return super().changelist_view(request, {**(extra_context or {}), **WIDE_LIST})
 
     def playground_view(self, request: HttpRequest, object_id: str) -> TemplateResponse:
         return playground_page(self.admin_site, request, object_id)
@@ -391,8 +414,8 @@ class AgentAdmin(AuditedPermissionsAdminMixin, ReinforcedGuardedModelAdminMixin,
 
     @admin.display(description="try it")
     def playground(self, agent: Agent) -> SafeString | str:
-        if not getattr(agent, "invocable", False):
-            return ""
+        if agent.deleted_at is not None or not getattr(agent, "invocable", False):
+            return ""  # a deleted agent cannot be invoked: its playground is a 404
         url = reverse("admin:agents_agent_playground", args=[agent.pk])
         return format_html('<a href="{}">Playground</a>', url)
 

@@ -80,15 +80,18 @@ def timeline(steps: list[dict[str, Any]], started_at: datetime, span_ms: int | N
             left=round(100 * start / span, 2),
             width=round(max(MIN_WIDTH, 100 * int(step.get("latencyMs") or 0) / span), 2),
             depth=1 if step.get("parent") is not None else 0,
-            details=[(key, _shown(step[key])) for key in DETAIL_KEYS if key in step],
-            notice=_notice(step) if step.get("type") == "guardrail" else None,
+            details=[(key, shown(step[key])) for key in DETAIL_KEYS if key in step],
+            notice=guardrail_notice(step),
         )
         for start, step in zip(starts, steps, strict=True)
     ]
 
 
-def _notice(step: dict[str, Any]) -> Notice | None:
+def guardrail_notice(step: dict[str, Any]) -> Notice | None:
+    """What a guardrail step found, or None for another step (or one without `detected`)."""
     detected = step.get("detected")
+    if step.get("type") != "guardrail":
+        return None
     if not isinstance(detected, dict):
         return None  # a step written before blocks said what they found
     kind = detected.get("kind")
@@ -132,7 +135,8 @@ def _label(step: dict[str, Any]) -> str:
     return str(kind)
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
+    """A value as the admin shows it: JSON indented, JSON text parsed first."""
     if isinstance(value, str):
         try:  # a tool's arguments and results are JSON text more often than not
             return json.dumps(json.loads(value), indent=2, ensure_ascii=False)

@@ -122,14 +122,22 @@ def test_agent_list_runs_a_fixed_number_of_queries(
         assert "agent4" in page(site, "agents_agent_changelist")
 
 
-def test_agent_list_filters_by_status(site, world, make_agent, admin_user):
+def test_agent_list_hides_deleted_agents_unless_filtered_for(site, world, make_agent, admin_user):
     gone = make_agent("gone")
     agent_delete(user=admin_user, agent=gone)
     url = reverse("admin:agents_agent_changelist")
-    deleted = site.get(url, {"status": "deleted"}).context["cl"].result_list
-    active = site.get(url, {"status": "active"}).context["cl"].result_list
-    assert [a.name for a in deleted] == ["gone"]
-    assert [a.name for a in active] == ["calc"]
+
+    def listed(**query):
+        return sorted(a.name for a in site.get(url, query).context["cl"].result_list)
+
+    assert listed() == ["calc"]
+    assert listed(deleted="yes") == ["gone"]
+    assert listed(deleted="all") == ["calc", "gone"]
+    page = site.get(url, {"deleted": "all"}).content.decode()
+    # A deleted agent cannot be invoked: no playground link that would 404.
+    assert reverse("admin:agents_agent_playground", args=[gone.pk]) not in page
+    assert reverse("admin:agents_agent_playground", args=[world.agent.pk]) in page
+    assert '<a href="?deleted=yes">Yes</a>' in page
 
 
 def test_add_form_creates_agent_with_version_1(site, env, admin_user):

@@ -68,7 +68,7 @@ def test_the_list_shows_agent_version_caller_status_latency_tokens_cost_and_star
     assert list(cells) == [run]
     row = html.unescape(listing.content.decode())
     headers = [h["text"] for h in listing.context["result_headers"]]
-    assert headers[-9:] == [
+    assert headers[-10:] == [
         "started at",
         "agent",
         "version",
@@ -78,6 +78,7 @@ def test_the_list_shows_agent_version_caller_status_latency_tokens_cost_and_star
         "latency",
         "tokens",
         "cost",
+        "input",
     ]
     assert f"{run.latency_ms} ms" in row
     assert ">owner<" in row
@@ -139,9 +140,9 @@ def test_the_run_page_links_its_thread_and_the_thread_link_lists_its_turns(
     site = _signed_in(admin_user)
 
     page = html.unescape(site.get(f"/admin/agents/run/{second.pk}/change/").content.decode())
-    link = re.search(
-        r'<a href="(/admin/agents/run/\?[^"]*thread_id=t-9[^"]*)">t-9</a> \(2 turns\)', page
-    )
+    assert "t-9 (2 turns)" in page
+    listed = r'<a href="(/admin/agents/run/\?[^"]*thread_id=t-9[^"]*)" id="run-thread-runs">'
+    link = re.search(listed, page)
     assert link is not None, page
     thread = site.get(link.group(1))
     assert set(thread.context["cl"].result_list) == {first, second}
@@ -179,7 +180,7 @@ def test_the_run_page_shows_its_steps_as_a_timeline_above_the_messages(
     widths = [float(w) for w in re.findall(r"width: ([0-9.]+)%", page)]
     assert len(widths) == 3
     assert all(0 < w <= 100 for w in widths)
-    assert page.index("run-timeline") < page.index("field-pretty_messages")
+    assert page.index('id="run-conversation"') < page.index("run-timeline")
     assert "agents/runs.css" in page
 
 
