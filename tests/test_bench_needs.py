@@ -27,6 +27,7 @@ BENCHMARKS = (
     "retrieval_search.py",
     "stream_concurrency.py",
     "trace_cost.py",
+    "trace_ui.py",
     "workers.py",
 )
 
