@@ -1,8 +1,9 @@
 """What each protocol costs: one agent version served by invoke, invoke-stream, respond,
-chat/completions, process, the MCP server's tools/call and A2A's message/send and
-message/stream, on one uvicorn server with the offline model.
+chat/completions (per agent, and by `model` at /v1/chat/completions and /v1/openai),
+process, the MCP server's tools/call and A2A's message/send and message/stream, on one
+uvicorn server with the offline model.
 
-    .venv/bin/python bench/protocols_overhead.py [--quick] [--db private|shared]
+    .venv/bin/python bench/protocols_overhead.py [--quick] [--db private|shared] [--routes A,B]
 
 One runtime produces the events; each route only encodes them (JSON, NDJSON, SSE) and
 parses its own request body. Two messages: one that the offline model answers with text
@@ -259,6 +260,22 @@ ROUTES = (
         headers=_mcp_headers(MCP_2026),
         run_id=_mcp_run_id,
     ),
+    # The routes that name the agent in `model`: OpenAI's chat completions at the API's
+    # root, and the OpenAI-compatible base (one assistant message, the tool call not shown).
+    Route(
+        "/v1/chat/completions",
+        "/v1/chat/completions",
+        lambda t, agent: {"model": agent, "messages": _messages(t), "stream": False},
+        _chat_text,
+        shows_call=False,
+    ),
+    Route(
+        "/v1/openai",
+        "/v1/openai/chat/completions",
+        lambda t, agent: {"model": agent, "messages": _messages(t)},
+        _chat_text,
+        shows_call=False,
+    ),
     # A2A (0.3's method names) at the agent's endpoint, by name: a task (its artifact, the
     # call not shown), or its updates as SSE (the call as a working status update).
     Route("a2a message/send", "/v1/a2a/{name}", _a2a("message/send"), _a2a_text, False),
@@ -386,7 +403,7 @@ class Results:
     warmup_failures: list[str]
 
 
-async def measure(server: Server, data: BenchData, sizes: Sizes) -> Results:
+async def measure(server: Server, data: BenchData, sizes: Sizes, routes: frozenset[str]) -> Results:
     base = f"{server.url}/v1/agents/{data.agent_id}/versions/latest"
     bare_url = f"{server.url}/bench/bare"
     limits = httpx.Limits(
@@ -407,6 +424,7 @@ async def measure(server: Server, data: BenchData, sizes: Sizes) -> Results:
             )
             for message in (TEXT, TOOL)
             for route in ROUTES
+            if route.name in routes
         ]
         # Native invoke's answer to each message is what every protocol must say.
         answers: dict[bool, str] = {}
@@ -524,7 +542,18 @@ def report(results: Results, sizes: Sizes) -> int:
 
 
 def main() -> int:
-    args = arguments(__doc__.splitlines()[0], db="private").parse_args()
+    parser = arguments(__doc__.splitlines()[0], db="private")
+    parser.add_argument(
+        "--routes",
+        default=",".join(route.name for route in ROUTES),
+        help="the routes to measure, by name, comma-separated (native invoke, the baseline, "
+        "always): e.g. 'chat/completions,/v1/openai' (default: every route)",
+    )
+    args = parser.parse_args()
+    routes = frozenset({"invoke", *args.routes.split(",")})
+    unknown = routes - {route.name for route in ROUTES}
+    if unknown:
+        parser.error(f"no such route: {', '.join(sorted(unknown))}")
     if args.quick:
         sizes = Sizes(rounds=2, block=32, warmup=16, concurrency=16)
     else:
@@ -538,7 +567,7 @@ def main() -> int:
         with running(Server(env)) as server:
             before = sessions_opened(db)
             client_cpu = time.process_time()
-            results = asyncio.run(measure(server, data, sizes))
+            results = asyncio.run(measure(server, data, sizes, routes))
             client_cpu = time.process_time() - client_cpu
             time.sleep(0.5)  # a closed session reaches the statistics when its backend exits
             sessions = sessions_opened(db) - before

@@ -177,22 +177,39 @@ def agent_with_held(user: User, agent_id: Any) -> AgentHeld | None:
     The invoke path's check. The ORM's form of these eight EXISTS (`may`, `may_flag`)
     costs ~10 ms of Python to build and compile on every call, most of an invocation's
     CPU; this is the same read of the same grant tables, every call, without that."""
-    params = {"agent": agent_id, "user": user.pk}
-    agent = one_model(Agent, _held_sql(), params)
+    return _found(user, _held_sql(by_name=False), {"agent": agent_id, "user": user.pk})
+
+
+def agent_with_held_by_name(user: User, environment_id: Any, name: str) -> AgentHeld | None:
+    """`agent_with_held` of the live agent of environment `environment_id` named `name`
+    (ignoring case, as names are unique), from the same one statement: a route that names
+    the agent (A2A, MCP) reads it and the caller's grants in one round trip."""
+    params = {"environment": environment_id, "name": name, "user": user.pk}
+    return _found(user, _held_sql(by_name=True), params)
+
+
+def _found(user: User, sql: str, params: dict[str, Any]) -> AgentHeld | None:
+    agent = one_model(Agent, sql, params)
     if agent is None:
         return None
     codenames = agent.__dict__.pop("held")  # the statement's extra column, not the model's
     return AgentHeld(agent, frozenset(Action) if user.is_superuser else frozenset(codenames))
 
 
+# Which live agent a statement of the invoke path reads: by id, or by name in an environment
+# (the unique index on the lower-cased name and the environment answers it).
+BY_ID = "a.id = %(agent)s"
+BY_NAME = "a.environment_id = %(environment)s AND lower(a.name) = lower(%(name)s)"
+
+
 @functools.cache
-def _held_sql() -> str:
+def _held_sql(*, by_name: bool) -> str:
     agents = connection.ops.quote_name(Agent._meta.db_table)
     # The table's name from the model's metadata; every value is a parameter.
     return f"""
         SELECT {columns_sql(Agent, "a")}, {held_array("a")} AS held
         FROM {agents} a
-        WHERE a.id = %(agent)s AND a.deleted_at IS NULL
+        WHERE {BY_NAME if by_name else BY_ID} AND a.deleted_at IS NULL
     """  # noqa: S608
 
 

@@ -36,7 +36,7 @@ class ProtocolView(AsyncApiView):
 
     def run_request(
         self,
-        agent_id: str | uuid.UUID,
+        agent_id: str | uuid.UUID | None,
         version_ref: str,
         *,
         agent_types: tuple[str, ...] = CHAT_TYPES,
@@ -44,11 +44,14 @@ class ProtocolView(AsyncApiView):
         **fields: Any,
     ) -> RunRequest:
         """The caller's request to run `version_ref` of the agent of `agent_id` (a path
-        parameter, parsed here, or an id already found), in the request's environment."""
+        parameter, parsed here, or an id already found; None: the agent `agent_name`
+        names), in the request's environment."""
+        if isinstance(agent_id, str):
+            agent_id = agent_uuid(agent_id)
         return RunRequest(
             user=self.request.user,
             environment=self.environment if environment is None else environment,
-            agent_id=agent_id if isinstance(agent_id, uuid.UUID) else agent_uuid(agent_id),
+            agent_id=agent_id,
             version_ref=version_ref,
             protocol=self.protocol,
             route=self.route,

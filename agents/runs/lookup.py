@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import uuid
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -17,12 +18,12 @@ from django.db import connection
 
 from agentbuilder.errors import Invalid, NotFound
 from agentbuilder.users import User
-from agents.access.permissions import Action, held_array
+from agents.access.permissions import BY_ID, BY_NAME, Action, held_array
 from agents.budgets.gate import applying_params, applying_sql
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Agent, AgentType, AgentVersion, Environment, LLMModel
 from agents.runtime.pricing import Price
-from agents.selectors.agents import agent_get_to_invoke, invocable_check
+from agents.selectors.agents import invocable_check, named
 from agents.selectors.versions import VersionRef, version_kind, version_ref_parse, version_where
 
 
@@ -59,24 +60,37 @@ class CatalogModel:
     price: Price | None
 
 
-def run_target(*, user: User, environment: Environment, agent_id: uuid.UUID, ref: str) -> RunTarget:
-    """The version `ref` names (`latest`, a number, an id, an alias) of agent `agent_id`,
-    which `user` may INVOKE in `environment`. The refusals of `agent_get_to_invoke` then of
-    `version_get`, in that order: NotFound or PermissionDenied for the agent, Invalid or
-    NotFound for the version."""
+def run_target(
+    *,
+    user: User,
+    environment: Environment,
+    agent_id: uuid.UUID | None,
+    ref: str,
+    name: str = "",
+    held: AbstractSet[str] | None = None,
+) -> RunTarget:
+    """The version `ref` names (`latest`, a number, an id, an alias) of agent `agent_id`
+    (None: the agent of `environment` that `name` names, ignoring case), which `user` may
+    INVOKE in `environment`, from one statement with the caller's grants, or with `held`,
+    the grants the caller's request read already with the agent (agent_seen_by_name). The
+    refusals of `agent_get_to_invoke` then of `version_get`, in that order: NotFound or
+    PermissionDenied for the agent, Invalid or NotFound for the version."""
     try:
         parsed = version_ref_parse(ref)
-    except Invalid:
-        agent_get_to_invoke(user=user, environment=environment, agent_id=agent_id)
+    except Invalid:  # the agent's refusals first: read it as for the latest version
+        latest = functools.partial(run_target, user=user, environment=environment, ref="latest")
+        latest(agent_id=agent_id, name=name, held=held)
         raise
     kind = version_kind(parsed)
     now = datetime.now(UTC)
-    row = _fetch(_invoke_sql(kind), _params(agent_id, parsed, user=user.pk) | applying_params(now))
-    held = None
-    if row is not None:
+    by_name = agent_id is None
+    params = _params(agent_id, parsed, user=user.pk, name=name, environment=environment.pk)
+    row = _fetch(_invoke_sql(kind, by_name, held is None), params | applying_params(now))
+    if row is not None and held is None:
         held = set(Action) if user.is_superuser else set(row[_HELD])
     in_environment = row is not None and row[_ENVIRONMENT] == environment.pk
-    invocable_check(held, in_environment=in_environment, agent_id=agent_id)
+    what = named(name, environment) if by_name else f"Agent '{agent_id}'"
+    invocable_check(None if row is None else held, in_environment=in_environment, what=what)
     assert row is not None  # invocable_check refused a missing agent
     if row[_VERSION] is None:
         what = "Alias" if kind == "alias" else "Version"
@@ -95,7 +109,7 @@ def task_target(
     return None if row is None or row[_VERSION] is None else _target(row)
 
 
-def _params(agent_id: uuid.UUID, parsed: VersionRef, **more: Any) -> dict[str, Any]:
+def _params(agent_id: uuid.UUID | None, parsed: VersionRef, **more: Any) -> dict[str, Any]:
     # Under LLM_OFFLINE the offline model answers whatever the config names: its price.
     priced = LOCAL_MODEL if settings.LLM_OFFLINE else None
     params = {"agent": agent_id, "priced": priced, **more}
@@ -145,9 +159,12 @@ _CONFIG = AgentVersion._meta.get_field("config")
 
 
 @functools.cache
-def _invoke_sql(kind: str) -> str:
+def _invoke_sql(kind: str, by_name: bool, reads_grants: bool) -> str:
     budgets = applying_sql(environment="a.environment_id", agent="a.id")
-    return _statement(kind, columns=f", {held_array('a')} AS held, {budgets} AS budgets")
+    held = held_array("a") if reads_grants else "NULL"
+    return _statement(
+        kind, columns=f", {held} AS held, {budgets} AS budgets", match=BY_NAME if by_name else BY_ID
+    )
 
 
 @functools.cache
@@ -157,13 +174,13 @@ def _task_sql(kind: str) -> str:
     )
 
 
-def _statement(kind: str, *, columns: str = "", condition: str = "") -> str:
+def _statement(kind: str, *, columns: str = "", condition: str = "", match: str = BY_ID) -> str:
     quote = connection.ops.quote_name
     agents, versions = quote(Agent._meta.db_table), quote(AgentVersion._meta.db_table)
     models = quote(LLMModel._meta.db_table)
     where = version_where(kind, agent="a.id", ref="%(ref)s")
-    # Table names from the models' metadata; `columns` and `condition` are this module's
-    # own SQL; every value is a parameter.
+    # Table names from the models' metadata; `columns`, `condition` and `match` are this
+    # module's own SQL; every value is a parameter.
     return f"""
         SELECT a.id, a.name, a.agent_type, a.environment_id,
             v.id AS version_id, v.number, v.config,
@@ -177,5 +194,5 @@ def _statement(kind: str, *, columns: str = "", condition: str = "") -> str:
         FROM {agents} a
         LEFT JOIN LATERAL (SELECT * FROM {versions} v WHERE {where} LIMIT 1) v ON true
         LEFT JOIN {models} p ON p.id = COALESCE(%(priced)s::text, v.config->>'llmModelId')
-        WHERE a.id = %(agent)s AND a.deleted_at IS NULL {condition}
+        WHERE {match} AND a.deleted_at IS NULL {condition}
     """  # noqa: S608

@@ -27,7 +27,7 @@ class RunRequest:
 
     user: User
     environment: Environment
-    agent_id: uuid.UUID
+    agent_id: uuid.UUID | None  # None: the agent `agent_name` names
     version_ref: str
     protocol: str  # as the run record names it: native, respond, process, chat.completions
     route: str  # as a refusal for the wrong agent type names it
@@ -52,6 +52,13 @@ class RunRequest:
     schedule_id: uuid.UUID | None = None
     # The body's `webhook` (agents.webhooks): this run's events go there too.
     webhook: WebhookBody | None = None
+    # A route that names the agent (`model`): looked up by name (ignoring case) in the
+    # environment in the same statement as its version and the caller's grants.
+    agent_name: str = ""
+    # The caller's grants on `agent_id`, when the route read them with the agent in this
+    # request (agent_seen_by_name): the start checks them and reads no others. Never kept
+    # (`request_json`): a run resumed or taken by a worker reads them as they stand then.
+    held: frozenset[str] | None = None
 
 
 def call_depth_of(headers: Mapping[str, str]) -> int:

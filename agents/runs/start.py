@@ -172,6 +172,8 @@ def _checked(request: RunRequest) -> tuple[CallDepth, RunTarget]:
         environment=request.environment,
         agent_id=request.agent_id,
         ref=request.version_ref,
+        name=request.agent_name,
+        held=request.held,
     )
     return call_depth, target
 

@@ -11,7 +11,15 @@ from django.db.models.functions import Lower
 
 from agentbuilder.errors import NotFound, PermissionDenied
 from agentbuilder.users import User
-from agents.access.permissions import Action, agent_with_held, agents_with, may, may_flag
+from agents.access.permissions import (
+    Action,
+    AgentHeld,
+    agent_with_held,
+    agent_with_held_by_name,
+    agents_with,
+    may,
+    may_flag,
+)
 from agents.models import Agent, AgentVersion, Environment
 
 SEEN_TO_INVOKE = {Action.READ, Action.INVOKE}
@@ -61,22 +69,20 @@ def agent_get_to_invoke(*, user: User, environment: Environment, agent_id: uuid.
     found = agent_with_held(user, agent_id)
     in_environment = found is not None and found.agent.environment_id == environment.pk
     held = None if found is None else found.held
-    invocable_check(held, in_environment=in_environment, agent_id=agent_id)
+    invocable_check(held, in_environment=in_environment, what=f"Agent '{agent_id}'")
     assert found is not None  # invocable_check refused a missing agent
     agent = found.agent
     agent.environment = environment  # the caller's, already read: no query for it
     return agent
 
 
-def invocable_check(
-    held: AbstractSet[str] | None, *, in_environment: bool, agent_id: uuid.UUID
-) -> None:
-    """Nothing if a caller holding `held` on the live agent `agent_id` (None: there is no
+def invocable_check(held: AbstractSet[str] | None, *, in_environment: bool, what: str) -> None:
+    """Nothing if a caller holding `held` on the live agent `what` names (None: there is no
     such agent) may INVOKE it in the request's environment. Raises NotFound when it may
     neither READ nor INVOKE it or the agent is in another environment, PermissionDenied
     when it may only READ it."""
     if held is None or not in_environment or not held & SEEN_TO_INVOKE:
-        raise NotFound(f"Agent '{agent_id}' not found.")
+        raise NotFound(f"{what} not found.")
     if Action.INVOKE not in held:
         raise PermissionDenied(f"You do not have {Action.INVOKE.name} permission on this agent.")
 
@@ -90,6 +96,24 @@ def agent_get_invocable(*, user: User, agent_id: uuid.UUID) -> Agent:
     return found.agent
 
 
+def agent_seen_by_name(*, user: User, environment: Environment, name: str) -> AgentHeld:
+    """The live agent of `environment` that `name` names (ignoring case), with the Action
+    codenames the caller holds on it, from the invoke routes' one statement: for a route
+    that names its agent and needs it before the run (A2A, MCP), whose run start then
+    takes these grants instead of reading them again (RunRequest.held). Raises NotFound
+    unless the caller may READ or INVOKE it."""
+    found = agent_with_held_by_name(user, environment.pk, name)
+    if found is None or not found.held & SEEN_TO_INVOKE:
+        raise NotFound(f"{named(name, environment)} not found.")
+    found.agent.environment = environment  # the caller's, already read: no query for it
+    return found
+
+
+def named(name: str, environment: Environment) -> str:
+    """How a refusal names the agent a name looks up."""
+    return f"Agent '{name}' in environment '{environment.name}'"
+
+
 def agent_get_by_name(
     *, user: User, environment: Environment, name: str, action: Action = Action.READ
 ) -> Agent:
@@ -98,14 +122,13 @@ def agent_get_by_name(
         action,
         environment,
         Q(name__iexact=name),
-        f"Agent '{name}' in environment '{environment.name}'",
+        named(name, environment),
     )
 
 
 def agent_id_by_name(*, environment: Environment, name: str) -> uuid.UUID | None:
     """The id of the live agent of `environment` named `name` (ignoring case), whoever
-    asks: for a caller that then checks the permission on the id (`agent_get_to_invoke`),
-    which costs less than `agent_get_by_name`'s permission query."""
+    asks (A2A's public cards); a caller's own lookup is `agent_seen_by_name`."""
     agents = Agent.objects.alias(lower_name=Lower("name")).filter(
         environment=environment, lower_name=name.lower(), deleted_at__isnull=True
     )

@@ -81,7 +81,7 @@ from agentbuilder.errors import (
     RateLimited,
 )
 from agents.access.environments import environment_public
-from agents.access.permissions import Action
+from agents.access.permissions import Action, AgentHeld
 from agents.budgets.gate import BudgetExceeded
 from agents.configs import config_parse
 from agents.models import RUN_ENDED, Agent, AgentVersion, Run, RunStatus
@@ -129,11 +129,10 @@ from agents.runs.start import CallTooDeep, Invocation, TemplateOverLimit, invoca
 from agents.runs.stream import answered
 from agents.selectors.agents import (
     agent_get,
-    agent_get_by_name,
-    agent_get_to_invoke,
     agent_id_by_name,
     agent_list_invocable,
     agent_list_public,
+    agent_seen_by_name,
 )
 from agents.selectors.aliases import alias_list
 from agents.selectors.runs import runs_visible
@@ -168,15 +167,11 @@ CARD_VERSION = OpenApiParameter(
 )
 
 
-def _agent_seen(view: AsyncApiView, name: str) -> Agent:
-    """The agent `name` names if the caller may READ or INVOKE it (NotFound otherwise)."""
+def _agent_seen(view: AsyncApiView, name: str) -> AgentHeld:
+    """The agent `name` names and the caller's grants on it, if it may READ or INVOKE it
+    (NotFound otherwise): one statement, which a message/send's run start reuses."""
     user, environment = view.request.user, view.environment
-    try:
-        return agent_get_by_name(
-            user=user, environment=environment, name=name, action=Action.INVOKE
-        )
-    except PermissionDenied:  # it may READ it: that is seeing it
-        return agent_get_by_name(user=user, environment=environment, name=name)
+    return agent_seen_by_name(user=user, environment=environment, name=name)
 
 
 def _endpoint_url(request: Request, reference: str) -> str:
@@ -284,7 +279,7 @@ class A2AAgentCardView(_CardView):
 
     def _get(self, reference: str) -> dict[str, Any]:
         name, version_ref = _reference(reference)
-        agent = self._public_agent(name) if self.public else _agent_seen(self, name)
+        agent = self._public_agent(name) if self.public else _agent_seen(self, name).agent
         version = version_get(agent=agent, ref=version_ref)
         return card_json(_card(self.request, agent, version, reference), self.dialect)
 
@@ -347,7 +342,9 @@ class A2AEndpointView(ProtocolView):
 
     def _start(self, reference: str) -> _Started:
         name, version_ref = _reference(reference)
-        agent_id, invocable = self._endpoint(name)  # a 404 before anything is read
+        found = _agent_seen(self, name)  # a 404 before anything is read
+        agent_id = found.agent.pk
+        invocable = found.agent if Action.INVOKE in found.held else None
         raw = _body(self.request)
         call = call_parse(raw, self.request.headers.get("A2A-Version"))
         if call.method is Method.GET:
@@ -368,21 +365,7 @@ class A2AEndpointView(ProtocolView):
             raise PermissionDenied(
                 f"You do not have {Action.INVOKE.name} permission on this agent."
             )
-        return self._invoke(call, invocable, version_ref)
-
-    def _endpoint(self, name: str) -> tuple[uuid.UUID, Agent | None]:
-        """The id of the agent `name` names if the caller may READ or INVOKE it (NotFound
-        otherwise), and the agent if it may INVOKE it: the invoke routes' own check, whose
-        statement is written once (agent_get_by_name's costs ~10 ms of CPU a call)."""
-        user, environment = self.request.user, self.environment
-        agent_id = agent_id_by_name(environment=environment, name=name)
-        if agent_id is None:
-            raise NotFound(f"Agent '{name}' in environment '{environment.name}' not found.")
-        try:
-            agent = agent_get_to_invoke(user=user, environment=environment, agent_id=agent_id)
-        except PermissionDenied:  # it may READ it: it sees the endpoint, and its own tasks
-            return agent_id, None
-        return agent_id, agent
+        return self._invoke(call, invocable, version_ref, found.held)
 
     def _run_of(self, call: Call, agent_id: uuid.UUID, task_id: str) -> Run:
         """The agent's run `task_id` if the caller may see it (its own, any with AUDIT)."""
@@ -541,7 +524,7 @@ class A2AEndpointView(ProtocolView):
         name = call.push_id or "(none)"
         return invalid_params([(at, f"the task has no push notification config '{name}'")])
 
-    def _invoke(self, call: Call, agent: Agent, version_ref: str) -> _Started:
+    def _invoke(self, call: Call, agent: Agent, version_ref: str, held: frozenset[str]) -> _Started:
         message = call.message
         assert message is not None
         if call.push is not None:  # refused before the run opens
@@ -562,7 +545,11 @@ class A2AEndpointView(ProtocolView):
         context_id = message.context_id or str(uuid.uuid4())
         try:
             request = self.run_request(
-                agent.pk, version_ref, agent_types=("tool", "rag", "task"), thread_id=context_id
+                agent.pk,
+                version_ref,
+                agent_types=("tool", "rag", "task"),
+                thread_id=context_id,
+                held=held,  # read with the agent: the run's start reads them no more
             )
         except Invalid as exc:  # its call-depth header: the request as a whole, not a param
             error = InvalidRequestError(f"Invalid request: {exc.errors[0].msg}")

@@ -31,7 +31,6 @@ from agentbuilder.api.negotiation import JsonAnswers
 from agentbuilder.api.views import ENVIRONMENT
 from agentbuilder.db import in_db
 from agentbuilder.errors import Invalid
-from agents.access.permissions import Action
 from agents.api.views import AGENT_ID, CALL_DEPTH, VERSION_ID, agent_uuid
 from agents.configs import StructuredOutputTool, ToolAgentConfig
 from agents.protocols.chat_completions.encoder import (
@@ -57,7 +56,6 @@ from agents.protocols.views import ProtocolView, run_headers, streamed
 from agents.runs.start import Invocation, invocation_start
 from agents.runs.stream import collected_events
 from agents.runtime.events import Event, ResponseFailed
-from agents.selectors.agents import agent_get_by_name
 from agents.selectors.versions import version_ref_parse
 
 KEEPALIVE_SECONDS = 15.0
@@ -146,6 +144,7 @@ class _ChatCompletionsBase(OpenAIAnswers, ProtocolView):
     ) -> tuple[ChatCompletionRequest, Invocation]:
         body = self.body(self.request_class)
         messages = body.runtime_messages()
+        name = ""
         if agent_id is None:
             name, version_ref = model_reference(body.model)
             try:
@@ -155,17 +154,13 @@ class _ChatCompletionsBase(OpenAIAnswers, ProtocolView):
                     ("body", "model"),
                     "the version after '@' must be a number, 'latest', an alias or a version id",
                 ) from None
-            agent = agent_get_by_name(
-                user=self.request.user,
-                environment=self.environment,
-                name=name,
-                action=Action.INVOKE,
-            )
-            agent_id = agent.pk
         invocation = invocation_start(
             self.run_request(
                 agent_id,
                 version_ref,
+                # `model` is looked up in the run's own statement, with the caller's grants
+                # and the version: one read of them, as on the per-agent route.
+                agent_name=name,
                 messages=messages,
                 # The document's iteration is user → model → tool call → tool result →
                 # model: `iteration_limit` rounds of tools, then the model may still answer.

@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 from agentbuilder.errors import ErrorItem, Invalid
 from agentbuilder.users import User
 from agentbuilder.wire import CamelModel, parse
+from agents.access.permissions import AgentHeld
 from agents.llm.base import Message
 from agents.models import Agent, AgentType, Environment
 from agents.protocols.mcp_server.tools import MESSAGE_MAX_CHARS, THREAD_ID_MAX_CHARS
@@ -140,14 +141,16 @@ def tool_reference(name: str) -> tuple[str, str]:
 
 def run_request(
     caller: Caller,
-    agent: Agent,
+    found: AgentHeld,
     version_ref: str,
     arguments: dict[str, Any] | None,
     request_id: str | int | None = None,
 ) -> RunRequest:
-    """The run of `agent` that the call's arguments ask for. Raises Invalid, located under
+    """The run of the agent found, with the caller's grants read with it (the run's start
+    reads them no more), that the call's arguments ask for. Raises Invalid, located under
     `arguments`, before any run exists when a tool or RAG agent's arguments do not fit; a
     task agent's inputs are checked against its version's schema when the run opens."""
+    agent = found.agent
     request = RunRequest(
         user=caller.user,
         environment=caller.environment,
@@ -158,6 +161,7 @@ def run_request(
         agent_types=(agent.agent_type,),
         call_depth=caller.call_depth,
         client_request_id=client_request_id(request_id),
+        held=found.held,
     )
     if agent.agent_type == AgentType.TASK:
         return replace(request, inputs=dict(arguments or {}))

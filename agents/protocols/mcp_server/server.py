@@ -60,7 +60,12 @@ from agents.runs.start import CallTooDeep, Invocation, invocation_start
 from agents.runs.stream import answered
 from agents.runtime.events import Event
 from agents.runtime.failures import FailureCode
-from agents.selectors.agents import agent_get_to_invoke, agent_id_by_name, agent_list_invocable
+from agents.selectors.agents import (
+    agent_list_invocable,
+    agent_seen_by_name,
+    invocable_check,
+    named,
+)
 from agents.selectors.runs import runs_live_by_client_request
 from agents.selectors.versions import latest_versions
 from agents.services.approvals import StillWaiting, approvals_decide, approvals_decide_by_id
@@ -171,21 +176,20 @@ def start(
     the agent does not have, Invalid or DomainError for a call that cannot run."""
     agent_name, version_ref = tool_reference(name)
     user, environment = caller.user, caller.environment
-    agent_id = agent_id_by_name(environment=environment, name=agent_name)
-    if agent_id is None:
-        raise UnknownTool
     # Before the arguments are read: what they say must not hint at an agent the caller
-    # may not invoke.
+    # may not invoke. The grants read here are the run start's (RunRequest.held).
     try:
-        agent = agent_get_to_invoke(user=user, environment=environment, agent_id=agent_id)
+        found = agent_seen_by_name(user=user, environment=environment, name=agent_name)
     except NotFound:
         raise UnknownTool from None
+    agent = found.agent
+    invocable_check(found.held, in_environment=True, what=named(agent_name, environment))
     if responses:  # the retry of a call that waited: its arguments asked the run that waits
         return _resumed_or_waiting(_decide_responses(caller, responses))
     decided = approvals_of(agent, arguments)
     if decided is not None:  # no new run: the waiting one goes on
         return _decide(caller, decided)
-    request = run_request(caller, agent, version_ref, arguments, request_id)
+    request = run_request(caller, found, version_ref, arguments, request_id)
     return invocation_start(request), request.thread_id
 
 

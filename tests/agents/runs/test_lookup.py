@@ -16,10 +16,13 @@ from agentbuilder.errors import Invalid, NotFound, PermissionDenied
 from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR
 from agents.llm.registry import provider_for
-from agents.models import LLMModel
+from agents.models import AgentUserObjectPermission, LLMModel
+from agents.protocols.mcp_server.request import Caller
+from agents.protocols.mcp_server.server import start as tools_call
 from agents.runs import event_log
 from agents.runs.lookup import run_target
 from agents.runs.spec import agent_spec
+from agents.runs.start import Invocation
 from agents.runtime.pricing import Price
 from agents.selectors.agents import agent_get_to_invoke
 from agents.selectors.versions import version_get
@@ -218,3 +221,117 @@ def test_the_offline_model_has_no_fallbacks(make_agent: Any, owner: Any, env: An
 
     assert len(target.fallbacks) == 1
     assert agent_spec(target=target).fallbacks == ()
+
+
+# ------------------------------------------------ one read of the grants on every route
+
+ASK = [{"role": "user", "content": "Say hello."}]
+TEXT = [{"type": "text", "text": "Say hello."}]
+BY_ID = "/v1/agents/{id}/versions/latest/"
+A2A_SEND = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "message/send",
+    "params": {
+        "message": {
+            "kind": "message",
+            "messageId": "m-1",
+            "role": "user",
+            "parts": [{"kind": "text", "text": "Say hello."}],
+        }
+    },
+}
+# Each invoke route: its URL and body. The by-id routes, then those that name the agent.
+ROUTES = {
+    "invoke": (BY_ID + "invoke", {"messages": ASK}),
+    "respond": (BY_ID + "respond", {"messages": ASK}),
+    "process": (BY_ID + "process", {"input": [{"role": "user", "content": TEXT}]}),
+    "chat/completions": (BY_ID + "chat/completions", {"messages": ASK}),
+    "/v1/chat/completions": ("/v1/chat/completions", {"model": "CALCULATOR", "messages": ASK}),
+    "/v1/openai": ("/v1/openai/chat/completions", {"model": "Calculator@1", "messages": ASK}),
+    "a2a message/send": ("/v1/a2a/Calculator", A2A_SEND),
+}
+
+
+def _grant_reads(queries: CaptureQueriesContext) -> int:
+    """How many statements read the grant tables (each statement that does reads all four)."""
+    table = AgentUserObjectPermission._meta.db_table
+    return sum(table in query["sql"] for query in queries.captured_queries)
+
+
+def _statements(client: Any, url: str, body: dict[str, Any]) -> tuple[int, list[str]]:
+    """A warm call's reads of the grants, and its statements' kinds."""
+    assert client.post(url, body, format="json").status_code == 200  # warm: nothing cached
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post(url, body, format="json")
+    assert response.status_code == 200, response.content
+    return _grant_reads(queries), [query["sql"].split()[0] for query in queries.captured_queries]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_each_invoke_route_reads_the_callers_grants_once(
+    route: str, make_agent: Any, owner: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(event_log, "FLUSH_SECONDS", 3600.0)  # as test_the_statements_of_an_invoke
+    agent = make_agent("Calculator", "tool", config=CALCULATOR["config"])
+    client = client_for(owner)
+    url, body = ROUTES[route]
+
+    grant_reads, statements = _statements(client, url.format(id=agent.pk), body)
+
+    assert grant_reads == 1
+    # `model` costs no statement: the run's own finds it, as many as the per-agent route's.
+    # (A2A reads the agent first, with the grants, and the run reads its contextId's
+    # thread: two statements more, and the grants still read once.)
+    if route in ("/v1/chat/completions", "/v1/openai"):
+        per_agent, by_id = ROUTES["chat/completions"]
+        assert _statements(client, per_agent.format(id=agent.pk), by_id) == (1, statements)
+
+
+def test_an_mcp_tools_call_reads_the_callers_grants_once(
+    make_agent: Any, owner: Any, env: Any
+) -> None:
+    make_agent("Calculator", "tool", config=CALCULATOR["config"])
+    caller = Caller(owner, env)
+    tools_call(caller, "calculator", {"message": "Say hello."})  # warm: nothing cached
+
+    with CaptureQueriesContext(connection) as queries:
+        invocation, _ = tools_call(caller, "Calculator@latest", {"message": "Say hello."})
+
+    assert isinstance(invocation, Invocation)
+    assert _grant_reads(queries) == 1
+    # The agent with the grants; the version with the budgets; the run's row; the rules
+    # of the guardrails the calculator's config names.
+    statements = [query["sql"].split()[0] for query in queries.captured_queries]
+    assert statements == ["SELECT", "SELECT", "INSERT", "SELECT"]
+
+
+def _outcome(**lookup: Any) -> Any:
+    try:
+        target = run_target(**lookup)
+    except (NotFound, PermissionDenied, Invalid) as exc:
+        return type(exc)
+    return target.agent_id, target.version_id
+
+
+def test_a_name_finds_its_agent_in_the_callers_environment_with_the_refusals_of_an_id(
+    make_agent: Any, admin_user: Any, owner: Any, stranger: Any, env: Any, other_env: Any
+) -> None:
+    agent = make_agent("Calculator", "tool", config=CALCULATOR["config"])
+    make_agent("Calculator", "tool", environment=other_env, config=CALCULATOR["config"])
+    reader = UserFactory(username="reader")
+    grant(reader, Action.READ, agent)
+    seen = set()
+    for user in (admin_user, owner, reader, stranger):
+        for ref in ("latest", "1", "9", "not a ref!"):
+            lookup = {"user": user, "environment": env, "ref": ref}
+            expected = _outcome(agent_id=agent.pk, **lookup)
+            with CaptureQueriesContext(connection) as queries:
+                assert _outcome(agent_id=None, name="calculator", **lookup) == expected
+            assert len(queries.captured_queries) <= 2  # two only for a bad ref
+            seen.add(expected if isinstance(expected, type) else "ok")
+    assert seen == {"ok", NotFound, PermissionDenied, Invalid}
+
+    with pytest.raises(NotFound) as missing:
+        run_target(user=owner, environment=env, agent_id=None, name="nobody", ref="latest")
+    assert str(missing.value) == "Agent 'nobody' in environment 'default' not found."
