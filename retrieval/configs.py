@@ -17,3 +17,13 @@ class RagSettings(CamelModel):
     reranker_top_n: int = Field(13, ge=1, le=100)
     enable_hallucination_check: bool = False
     enable_multihop_query_refinement: bool = False
+    # Left out of the stored form when not set: the deployment's RAG_SCORE_THRESHOLD applies
+    # (docs/architecture.md#decisions).
+    min_score: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="Reranked passages scoring below this (0..1) are left out of the prompt "
+        "and the sources. Unset: the deployment's RAG_SCORE_THRESHOLD (0.1 unless changed, "
+        "measured on the sample documents).",
+    )

@@ -50,6 +50,10 @@ class Document(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0, db_default=0, editable=False)
     # The upload's Idempotency-Key header: the same key from the same caller is this document.
     idempotency_key = models.CharField(max_length=255, blank=True, editable=False)
+    # SHA-256 of `source`: the same bytes uploaded again to the environment are this
+    # document (retrieval.services.document_upload). Empty only on copies stored before
+    # the column existed (migration 0008 hashes the oldest of each set of copies).
+    content_hash = models.CharField(max_length=64, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -59,7 +63,12 @@ class Document(models.Model):
                 fields=["created_by", "idempotency_key"],
                 condition=~models.Q(idempotency_key=""),
                 name="document_idempotency_key_unique_per_caller",
-            )
+            ),
+            models.UniqueConstraint(
+                fields=["environment", "content_hash"],
+                condition=~models.Q(content_hash=""),
+                name="document_content_unique_per_env",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -49,7 +49,7 @@ def search_request(rag: RagSettings, overrides: dict[str, Any] | None = None) ->
         reranker_top_n=merged.reranker_top_n,
         adjacent_range=merged.adjacent_chunk_range,
         adjacent_merge=merged.adjacent_chunk_merge,
-        threshold=settings.RAG_SCORE_THRESHOLD,
+        threshold=settings.RAG_SCORE_THRESHOLD if merged.min_score is None else merged.min_score,
     )
 
 

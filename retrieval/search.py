@@ -80,9 +80,23 @@ def search(*, environment_id: Any, request: SearchRequest, vector: list[float]) 
 def finish(request: SearchRequest, found: list[Node]) -> list[Node]:
     """Rerank the candidates, apply the threshold, add the neighbours. No database: an
     async caller runs it outside its database thread (a reranker may call a model)."""
-    ranked = rerank(request.query, found, top_n=request.reranker_top_n)
+    ranked = rerank(request.query, distinct(found), top_n=request.reranker_top_n)
     kept = [n for n in ranked if n.score >= request.threshold]
     return with_neighbours(kept, request)
+
+
+def distinct(found: list[Node]) -> list[Node]:
+    """The candidates with each passage once: a chunk whose text an earlier (better fused)
+    candidate has already is left out, so a document stored twice (uploaded before content
+    hashes refused copies) neither takes two of the top N nor shows twice in the sources."""
+    seen: set[str] = set()
+    kept = []
+    for node in found:
+        text = " ".join(node.text.split())
+        if text not in seen:
+            seen.add(text)
+            kept.append(node)
+    return kept
 
 
 def vector_plan(scope: Scope, limit: int) -> int | None:

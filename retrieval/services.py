@@ -7,7 +7,9 @@ retrieval.indexing's.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -38,7 +40,19 @@ class Unreadable(DomainError):
     status = 422
 
 
-def document_create(
+@dataclass(frozen=True)
+class Upload:
+    document: Document
+    # True when the environment held these bytes already: `document` is that document.
+    existing: bool = False
+
+
+def document_create(**upload: Any) -> Document:
+    """document_upload's document, for callers that need not know whether it is new."""
+    return document_upload(**upload).document
+
+
+def document_upload(
     *,
     environment_id: Any,
     user: User,
@@ -49,10 +63,12 @@ def document_create(
     doc_type: str = "",
     metadata: dict[str, Any] | None = None,
     idempotency_key: str = "",
-) -> Document:
+) -> Upload:
     """Store an upload as a pending document; ingestion starts once the transaction commits.
     With an `idempotency_key`, the caller's earlier upload under that key (even one being
-    stored concurrently) is the answer, not a second document.
+    stored concurrently) is the answer, not a second document. Bytes the environment holds
+    already are that document (`existing`), whatever the title: its title and metadata
+    stay, and a copy of a `failed` one is ingested again.
 
     Raises UnsupportedMediaType (415), TooLarge (413), Invalid, or Conflict (409) when the
     key was used for another upload.
@@ -63,7 +79,11 @@ def document_create(
     if idempotency_key:
         earlier = _keyed_upload(user, idempotency_key)
         if earlier is not None:
-            return _same_upload(earlier, environment_id, title, data)
+            return Upload(_same_upload(earlier, environment_id, title, data))
+    content_hash = hashlib.sha256(data).hexdigest()
+    same = _same_content(environment_id, content_hash)
+    if same is not None:
+        return same
     try:
         with transaction.atomic():
             document = Document.objects.create(
@@ -74,18 +94,37 @@ def document_create(
                 source_name=source_name,
                 media_type=resolved,
                 source=data,
+                content_hash=content_hash,
                 created_by=user,
                 idempotency_key=idempotency_key,
                 # Until ingestion is queued: if this process dies first, another queues it.
                 lease_until=liveness.lease_expiry(),
             )
     except IntegrityError:
+        # A concurrent twin won: under the same key, or with the same bytes.
         earlier = _keyed_upload(user, idempotency_key) if idempotency_key else None
-        if earlier is None:
+        if earlier is not None:
+            return Upload(_same_upload(earlier, environment_id, title, data))
+        same = _same_content(environment_id, content_hash)
+        if same is None:
             raise
-        return _same_upload(earlier, environment_id, title, data)  # a concurrent twin won
+        return same
     document_schedule(document_id=document.pk)
-    return document
+    return Upload(document)
+
+
+def _same_content(environment_id: Any, content_hash: str) -> Upload | None:
+    document = Document.objects.filter(
+        environment_id=environment_id, content_hash=content_hash
+    ).first()
+    if document is None:
+        return None
+    if document.status == DocumentStatus.FAILED:
+        # Uploading it again is how a person retries; the bytes are the same, the cause
+        # (a provider's outage, a limit since raised) may be gone.
+        document_reingest(document=document)
+        document.status = DocumentStatus.PENDING
+    return Upload(document, existing=True)
 
 
 def document_check(*, data: bytes, media_type: str | None, source_name: str = "") -> str:

@@ -11,7 +11,12 @@ from datetime import datetime
 from typing import Any, Literal
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+)
 from pydantic import Field
 from rest_framework.response import Response
 
@@ -178,7 +183,13 @@ class DocumentListView(EnvironmentScoped):
                 media_type="application/json",
             )
         ],
-        responses={202: DocumentAccepted},
+        responses={
+            202: DocumentAccepted,
+            200: OpenApiResponse(
+                DocumentAccepted,
+                description="The environment holds these bytes already: their document.",
+            ),
+        },
         parameters=[ENVIRONMENT, IDEMPOTENCY_KEY],
         tags=["documents"],
         summary="Upload a document (JSON text or a multipart file); answered at once, "
@@ -188,13 +199,16 @@ class DocumentListView(EnvironmentScoped):
         environment = self.require(Grant.CREATE)
         upload = request.FILES.get("file")
         fields = self._upload_fields(upload) if upload is not None else self._text_fields()
-        document = services.document_create(
+        stored = services.document_upload(
             environment_id=environment.pk,
             user=request.user,
             idempotency_key=self._idempotency_key(),
             **fields,
         )
-        return render(DocumentAccepted(id=document.pk, status=document.status), status=202)
+        document = stored.document
+        # 200: nothing new was accepted, the environment holds these bytes as this document.
+        status = 200 if stored.existing else 202
+        return render(DocumentAccepted(id=document.pk, status=document.status), status=status)
 
     def _idempotency_key(self) -> str:
         key = self.request.headers.get("Idempotency-Key", "")

@@ -119,16 +119,26 @@ def test_full_text_uses_english_stemming(add_document, env):
 
 @pytest.fixture
 def teams(add_document) -> dict[str, Document]:
-    text = "Vacation policy: employees get twenty five days of paid vacation."
+    # Alike but not the same bytes: an upload of the same bytes is the first document.
+    text = "Vacation policy of {}: employees get twenty five days of paid vacation."
     return {
         "hr-policy": add_document(
-            text, title="hr-policy", doc_type="policy", metadata={"team": "hr", "year": 2024}
+            text.format("HR"),
+            title="hr-policy",
+            doc_type="policy",
+            metadata={"team": "hr", "year": 2024},
         ),
         "hr-faq": add_document(
-            text, title="hr-faq", doc_type="faq", metadata={"team": "hr", "year": 2023}
+            text.format("the HR FAQ"),
+            title="hr-faq",
+            doc_type="faq",
+            metadata={"team": "hr", "year": 2023},
         ),
         "eng-policy": add_document(
-            text, title="eng-policy", doc_type="policy", metadata={"team": "eng", "year": 2024}
+            text.format("engineering"),
+            title="eng-policy",
+            doc_type="policy",
+            metadata={"team": "eng", "year": 2024},
         ),
     }
 
@@ -447,6 +457,25 @@ def test_a_chunk_near_two_hits_is_listed_once():
     nodes = with_neighbours([hit(0, 1), hit(2, 1, 3)], SearchRequest("q", adjacent_range=1))
 
     assert [n.position for n in nodes] == [0, 1, 2, 3]
+
+
+def test_a_copy_stored_before_content_hashes_is_found_once(add_document, env):
+    original = add_document("Vacation: twenty five days a year.", title="original")
+    copy = Document.objects.create(
+        environment=env,
+        title="copy",
+        media_type="text/plain",
+        source=bytes(original.source),
+        status=DocumentStatus.READY,
+        chunk_count=original.chunk_count,
+    )
+    for chunk in original.chunks.all():
+        chunk.pk, chunk.document = None, copy
+        chunk.save()
+
+    nodes = find(env, "vacation days", reranker_top_n=5)
+
+    assert titles(nodes) == ["original"]
 
 
 # --- rerank and threshold ------------------------------------------------------------------

@@ -81,7 +81,9 @@ def corpus(env: Environment, admin_user: Any, django_capture_on_commit_callbacks
 
 
 def rag_agent(make_agent: Any, backend: Backend | None = None, **config: Any) -> Agent:
-    base = {"llmModelId": "local.demo-v1", **config}
+    # minScore 0: these agents show how retrieval's settings reach the sources, every
+    # document of the corpus included; the threshold's own tests are tests/retrieval/test_rag.py.
+    base = {"llmModelId": "local.demo-v1", "minScore": 0.0, **config}
     return make_agent("document-helper", "rag", config=backend.config(base) if backend else base)
 
 

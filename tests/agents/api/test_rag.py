@@ -374,12 +374,12 @@ def test_documents_of_another_environment_or_not_ready_are_never_sources(
 ) -> None:
     with django_capture_on_commit_callbacks(execute=True):
         elsewhere = upload(other_env, admin_user, "Other handbook", ELSEWHERE)
-        reingesting = upload(env, admin_user, "Old handbook", ELSEWHERE)
+        reingesting = upload(env, admin_user, "Old handbook", ELSEWHERE + " Old.")
     # Back to pending (its on-commit ingestion is never run here): chunks, but not ready.
     document_reingest(document=reingesting)
     # Uploaded but never ingested, and one whose ingestion failed.
-    pending = upload(env, admin_user, "Draft handbook", ELSEWHERE)
-    failed = upload(env, admin_user, "Broken handbook", ELSEWHERE)
+    pending = upload(env, admin_user, "Draft handbook", ELSEWHERE + " Draft.")
+    failed = upload(env, admin_user, "Broken handbook", ELSEWHERE + " Broken.")
     Document.objects.filter(pk=failed.pk).update(status="failed", error="no text")
     assert Document.objects.get(pk=elsewhere.pk).status == "ready"
     assert Document.objects.get(pk=reingesting.pk).status == "pending"
@@ -665,7 +665,8 @@ def test_the_rag_tool_searches_with_its_own_config(
     corpus: Any, make_agent: Any, owner_client: Any
 ) -> None:
     only_faq = "SELECT * FROM SysContent WHERE sys_docType = 'faq'"
-    tool = {**RAG_TOOL, "semanticSearchConfig": {"hxqlQuery": only_faq}}
+    # minScore 0: the FAQ says nothing of vacations, and is found all the same.
+    tool = {**RAG_TOOL, "semanticSearchConfig": {"hxqlQuery": only_faq, "minScore": 0}}
     agent = make_agent(
         "researcher", "tool", config={"llmModelId": "local.demo-v1", "tools": [tool]}
     )

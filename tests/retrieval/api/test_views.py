@@ -249,6 +249,48 @@ def test_default_limit_is_25_mib(owner_client, django_capture_on_commit_callback
     assert not Document.objects.exists()
 
 
+def test_same_bytes_again_answer_the_existing_document_with_200(owner_client, post_document):
+    first = post_document(owner_client, {"title": "Handbook", "text": HANDBOOK})
+    upload = SimpleUploadedFile("handbook.txt", HANDBOOK.encode(), content_type="text/plain")
+
+    again = post_document(owner_client, {"file": upload, "title": "Copy"}, fmt="multipart")
+
+    assert first.status_code == 202
+    assert again.status_code == 200
+    assert again.json() == {"id": first.json()["id"], "status": "ready"}
+    # One document, as first uploaded: its title stays, and so do its chunks.
+    [document] = Document.objects.all()
+    assert document.title == "Handbook"
+    assert document.chunk_count == Chunk.objects.count()
+
+
+def test_same_bytes_in_another_environment_are_another_document(
+    owner_client, other_env, post_document
+):
+    user = UserFactory(username="tenant")
+    grant(user, Action.CREATE, other_env)
+    ours = post_document(owner_client, {"title": "Handbook", "text": HANDBOOK})
+
+    theirs = post_document(client_for(user, other_env), {"title": "Handbook", "text": HANDBOOK})
+
+    assert theirs.status_code == 202
+    assert theirs.json()["id"] != ours.json()["id"]
+
+
+def test_copy_of_a_failed_document_ingests_it_again(owner_client, post_document, settings):
+    settings.DOCUMENT_MAX_CHUNKS = 1
+    long_text = " ".join(["Vacation requests go to the manager."] * 400)
+    first = post_document(owner_client, {"title": "Long", "text": long_text}).json()
+    assert detail(owner_client, first["id"])["status"] == "failed"
+    settings.DOCUMENT_MAX_CHUNKS = 2000
+
+    again = post_document(owner_client, {"title": "Long", "text": long_text})
+
+    assert again.status_code == 200
+    assert again.json() == {"id": first["id"], "status": "pending"}
+    assert detail(owner_client, first["id"])["status"] == "ready"
+
+
 # --- list, get, delete ---------------------------------------------------------------------
 
 
@@ -333,7 +375,10 @@ def library(add_document) -> dict[str, Document]:
 
 def test_search_returns_source_nodes_with_scores(owner_client, library):
     response = owner_client.post(
-        "/v1/search", {"query": "how many vacation days", "rerankerTopN": 5}, format="json"
+        "/v1/search",
+        # minScore 0: the travel document shares no word with the query (score ~0.0003).
+        {"query": "how many vacation days", "rerankerTopN": 5, "minScore": 0},
+        format="json",
     )
 
     assert response.status_code == 200, response.json()
@@ -361,6 +406,7 @@ def test_search_applies_the_rag_settings(owner_client, library):
             "hxqlQuery": "SELECT * FROM SysContent WHERE team = 'finance'",
             "hybridSearch": False,
             "limit": 5,
+            "minScore": 0,
         },
         format="json",
     ).json()["nodes"]
@@ -370,6 +416,17 @@ def test_search_applies_the_rag_settings(owner_client, library):
         "/v1/search", {"query": "vacation trains", "rerankerTopN": 1}, format="json"
     ).json()["nodes"]
     assert len(capped) == 1
+
+
+def test_search_drops_hits_below_min_score(owner_client, library):
+    query = {"query": "how many vacation days", "rerankerTopN": 5}
+
+    by_default = owner_client.post("/v1/search", query, format="json").json()["nodes"]
+    strict = owner_client.post("/v1/search", {**query, "minScore": 1}, format="json").json()
+
+    # The default threshold (0.1) drops the travel document, which shares no word.
+    assert [n["docId"] for n in by_default] == [str(library["vacation"].pk)]
+    assert strict["nodes"] == []
 
 
 def test_search_threshold_comes_from_settings(owner_client, library, settings):
