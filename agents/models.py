@@ -124,7 +124,12 @@ class AgentVersion(models.Model):
     number = models.PositiveIntegerField()
     version_label = models.CharField(max_length=100, blank=True)
     notes = models.TextField(blank=True)
+    # What runs read: the config validated, every default filled in.
     config = OrderedJSONField()
+    # What people read (the admin, the API's echo, exports): the config as its author sent
+    # it, their keys in their order and no default they did not write. Null on versions
+    # saved before it was kept (migration 0027), which show `config`.
+    config_as_written = OrderedJSONField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -147,6 +152,11 @@ class AgentVersion(models.Model):
     def __str__(self) -> str:
         label = f" ({self.version_label})" if self.version_label else ""
         return f"{self.agent.name} v{self.number}{label}"
+
+    @property
+    def config_shown(self) -> Any:
+        """The config as people read it: as written, where it was kept."""
+        return self.config if self.config_as_written is None else self.config_as_written
 
 
 # Alias names (docs/api.md#aliases). `latest` names the newest version and `history` the route

@@ -22,7 +22,12 @@ from agents.access.admin_grants import AuditedPermissionsAdminMixin
 from agents.access.permissions import Action, agents_with, environments_with, may_flag
 from agents.admin.aliases import aliases_page
 from agents.admin.compare import compare_page
-from agents.admin.config_editor import ConfigEditorWidget, check_view, schema_view
+from agents.admin.config_editor import (
+    TEMPLATE_FIELD,
+    ConfigEditorWidget,
+    check_view,
+    schema_view,
+)
 from agents.admin.forms import (
     PRE_STYLE,
     ConfigField,
@@ -68,11 +73,17 @@ class AgentAddForm(AgentFieldsForm):
         super().__init__(*args, **kwargs)
         env_field = cast(forms.ModelChoiceField, self.fields["environment"])
         env_field.queryset = environments_with(self.user, Action.CREATE)
+        only = list(env_field.queryset[:2])
+        if len(only) == 1:
+            # Nothing to choose: chosen, so the editor completes and checks at once.
+            env_field.initial, env_field.empty_label = only[0].pk, None
         # A new agent starts from a working example, not from `null`.
         _, first = next(iter(TEMPLATES.values()))
         self.fields["agent_type"].initial = first["agentType"]
         self.fields["config"].initial = first["config"]
-        self.fields["config"].widget = ConfigEditorWidget(add=True)
+        # The template chosen before a failed save stays chosen, as the type and config do.
+        chosen = self.data.get(TEMPLATE_FIELD, "") if self.is_bound else ""
+        self.fields["config"].widget = ConfigEditorWidget(add=True, template=chosen)
 
     def apply(self, data: dict[str, Any]) -> Agent:
         agent, _ = agent_create(
@@ -99,7 +110,7 @@ class AgentChangeForm(AgentFieldsForm):
             "name": instance.name,
             "display_name": instance.display_name,
             "description": instance.description,
-            "config": self.latest.config if self.latest else None,
+            "config": self.latest.config_shown if self.latest else None,
             **(kwargs.get("initial") or {}),
         }
         super().__init__(*args, **kwargs)
@@ -429,4 +440,4 @@ class AgentAdmin(AuditedPermissionsAdminMixin, ReinforcedGuardedModelAdminMixin,
         latest = agent.versions.order_by("-number").first()
         if latest is None:
             return "-"
-        return format_html('<pre style="{}">{}</pre>', PRE_STYLE, config_text(latest.config))
+        return format_html('<pre style="{}">{}</pre>', PRE_STYLE, config_text(latest.config_shown))

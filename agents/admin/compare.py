@@ -75,7 +75,7 @@ def _version(agent: Agent, ref: str) -> tuple[AgentVersion | None, str]:
 
 def _diffs(a: AgentVersion, b: AgentVersion) -> dict[str, Any]:
     names = (f"v{a.number}", f"v{b.number}")
-    config = _table(config_text(a.config), config_text(b.config), names)
+    config = _table(config_text(a.config_shown), config_text(b.config_shown), names)
     about = _table(_about(a), _about(b), names)
     return {
         "config_diff": config,

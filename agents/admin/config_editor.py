@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from agentbuilder.errors import DomainError, Invalid
 from agentbuilder.users import User, request_user
 from agents.access.permissions import environments_visible
-from agents.configs import CONFIG_MODELS, MAX_FALLBACK_MODELS
+from agents.configs import CONFIG_MODELS, MAX_FALLBACK_MODELS, config_parse
 from agents.examples import TEMPLATES
 from agents.mcp_registry.selectors import mcp_server_list
 from agents.models import AgentType, Environment
@@ -113,9 +113,12 @@ def _agent_type(value: str | None) -> str:
 
 
 def schema_view(request: HttpRequest) -> JsonResponse:
-    """GET ?environment=<id>&agentType=<type>: the editor's schema."""
-    environment = _environment(request, request.GET.get("environment"))
+    """GET ?environment=<id>&agentType=<type>: the editor's schema; without an environment
+    (none chosen yet), the config's shape without the catalogs' choices."""
     agent_type = _agent_type(request.GET.get("agentType"))
+    if not request.GET.get("environment"):
+        return JsonResponse(config_schema(agent_type))
+    environment = _environment(request, request.GET.get("environment"))
     return JsonResponse(
         editor_schema(user=request_user(request), environment=environment, agent_type=agent_type)
     )
@@ -124,31 +127,42 @@ def schema_view(request: HttpRequest) -> JsonResponse:
 @require_POST
 def check_view(request: HttpRequest) -> JsonResponse:
     """POST {environment, agentType, config}: the problems saving would report, each with
-    its path in the config, as `{"errors": [{"loc", "msg"}]}` (none: an empty list)."""
+    its path in the config, as `{"errors": [{"loc", "msg"}]}` (none: an empty list).
+    Without an environment, the problems of the config's shape only."""
     try:
         body = json.loads(request.body)
     except (ValueError, UnicodeDecodeError):
         return JsonResponse({"errors": [{"loc": [], "msg": "the request is not JSON"}]}, status=400)
     if not isinstance(body, dict):
         return JsonResponse({"errors": [{"loc": [], "msg": "expected an object"}]}, status=400)
-    environment = _environment(request, str(body.get("environment") or "") or None)
     agent_type = _agent_type(body.get("agentType"))
+    chosen = str(body.get("environment") or "") or None
     try:
-        config_validate(
-            user=request_user(request),
-            environment=environment,
-            agent_type=agent_type,
-            data=body.get("config"),
-            loc=(),
-        )
+        if chosen is None:
+            # No environment chosen yet: the shape (keys, types, ranges) needs none; the
+            # page says that the catalogs' checks wait for one.
+            config_parse(agent_type, body.get("config"))
+        else:
+            config_validate(
+                user=request_user(request),
+                environment=_environment(request, chosen),
+                agent_type=agent_type,
+                data=body.get("config"),
+                loc=(),
+            )
     except Invalid as exc:
-        return JsonResponse({"errors": [{"loc": list(e.loc), "msg": e.msg} for e in exc.errors]})
+        return JsonResponse({"errors": [e.as_dict() for e in exc.errors]})
     except DomainError as exc:
         return JsonResponse({"errors": [{"loc": [], "msg": exc.detail}]})
     return JsonResponse({"errors": []})
 
 
 # ---------------------------------------------------------------- the widget
+
+
+# The add page's "Start from" select: posted with the form (no field reads it), so that a
+# page shown again after a failed save shows the template it was started from.
+TEMPLATE_FIELD = "config_template"
 
 
 class ConfigEditorWidget(forms.Textarea):
@@ -162,12 +176,18 @@ class ConfigEditorWidget(forms.Textarea):
         js = ["agents/vendor/config-editor.js", "agents/config_editor.js"]
 
     def __init__(
-        self, *, environment: Environment | None = None, agent_type: str = "", add: bool = False
+        self,
+        *,
+        environment: Environment | None = None,
+        agent_type: str = "",
+        add: bool = False,
+        template: str = "",
     ) -> None:
         super().__init__(attrs={"rows": 24, "cols": 100, "class": "config-editor-source"})
         self.environment = environment
         self.agent_type = agent_type
         self.add = add
+        self.template = template
 
     def get_context(self, name: str, value: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
         context = super().get_context(name, value, attrs)
@@ -178,6 +198,8 @@ class ConfigEditorWidget(forms.Textarea):
             "agentType": self.agent_type,
             "templates": _templates() if self.add else [],
         }
+        context["template_field"] = TEMPLATE_FIELD
+        context["template_chosen"] = self.template
         return context
 
 

@@ -23,8 +23,9 @@ PRE_STYLE = "font-size:12px; line-height:1.4; white-space:pre-wrap"
 
 
 def config_text(config: Any) -> str:
-    # Sorted: jsonb keeps keys in its own order (shortest first), which reads as random.
-    return json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False)
+    # In the order the author wrote (AgentVersion.config_shown; the column is `json`, which
+    # keeps it): a round trip through the editor must not reorder a config.
+    return json.dumps(config, indent=2, ensure_ascii=False)
 
 
 class ConfigField(forms.JSONField):

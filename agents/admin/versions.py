@@ -26,8 +26,8 @@ DIFF_STYLES = {"+": "background:#e6ffec", "-": "background:#ffebe9", "@": "color
 def config_diff(old: AgentVersion, new: AgentVersion) -> SafeString | str:
     """A unified diff of two configs, each line escaped by format_html_join."""
     lines = difflib.unified_diff(
-        config_text(old.config).splitlines(),
-        config_text(new.config).splitlines(),
+        config_text(old.config_shown).splitlines(),
+        config_text(new.config_shown).splitlines(),
         fromfile=f"v{old.number}",
         tofile=f"v{new.number}",
         lineterm="",
@@ -84,7 +84,7 @@ class AgentVersionAdmin(admin.ModelAdmin):
 
     @admin.display(description="config")
     def config_pretty(self, version: AgentVersion) -> SafeString:
-        return format_html('<pre style="{}">{}</pre>', PRE_STYLE, config_text(version.config))
+        return format_html('<pre style="{}">{}</pre>', PRE_STYLE, config_text(version.config_shown))
 
     @admin.display(description="changes from the previous version")
     def changes(self, version: AgentVersion) -> SafeString | str:

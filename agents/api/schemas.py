@@ -189,7 +189,7 @@ class VersionOut(VersionSummary):
 
     @classmethod
     def of(cls, version: AgentVersion) -> VersionOut:
-        return cls(**VersionSummary.of(version).model_dump(), config=version.config)
+        return cls(**VersionSummary.of(version).model_dump(), config=version.config_shown)
 
 
 class AgentList(OutputModel):

@@ -42,7 +42,7 @@ def agents_export(
                 "number": v.number,
                 "versionLabel": v.version_label,
                 "notes": v.notes,
-                "config": _with_names(v.config, environment, names, warnings, v.number),
+                "config": _with_names(v.config_shown, environment, names, warnings, v.number),
             }
             for v in by_agent.get(agent.pk, [])
         ]

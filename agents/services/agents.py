@@ -90,6 +90,7 @@ def agent_create(
         version_label=version_label,
         notes=notes,
         config=stored,
+        config_as_written=config,
         created_by=user,
     )
     audit_record(

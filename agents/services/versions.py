@@ -28,6 +28,9 @@ def version_add(
 ) -> AgentVersion:
     """Append the next version (no config: a copy of the latest). Raises Invalid, Conflict.
 
+    The config is kept twice: validated with its defaults (what runs read) and as written
+    (what people read: docs/api.md#configs).
+
     The agent row is locked first, so concurrent calls are numbered 1, 2, 3 … without gaps.
     """
     locked = agent_locked(agent)
@@ -35,7 +38,7 @@ def version_add(
     if config is None:
         if latest is None:  # pragma: no cover - every agent is created with version 1
             raise Invalid.at(loc, "the agent has no version to copy: give a config")
-        stored = latest.config
+        stored, written = latest.config, latest.config_as_written
     else:
         stored = config_validate(
             user=user,
@@ -44,6 +47,7 @@ def version_add(
             data=config,
             loc=loc,
         )
+        written = config
     number = (locked.versions.aggregate(n=Max("number"))["n"] or 0) + 1
     try:
         with transaction.atomic():
@@ -53,6 +57,7 @@ def version_add(
                 version_label=version_label,
                 notes=notes,
                 config=stored,
+                config_as_written=written,
                 created_by=user,
             )
     except IntegrityError as exc:

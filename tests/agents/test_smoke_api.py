@@ -22,7 +22,8 @@ def test_owner_creates_versions_looks_up_and_deletes_an_agent(owner_client):
 
     latest = owner_client.get(f"/v1/agents/{agent['id']}/versions/latest").json()
     assert latest["version"]["number"] == 2
-    assert latest["version"]["config"]["inferenceConfig"]["maxTokens"] == 4000
+    # The config as it was written: no default added (runs read them: AgentVersion.config).
+    assert latest["version"]["config"] == CALCULATOR_CONFIG
 
     looked = owner_client.post("/v1/agents/lookup", {"name": "CALC"}, format="json")
     assert looked.json()["agent"]["id"] == agent["id"]
@@ -51,3 +52,26 @@ def test_a_stored_config_keeps_the_order_of_its_keys(owner_client):
         format="json",
     )
     assert answer.content == b'{"name":"John Doe","age":35,"occupation":"software engineer"}'
+
+
+def test_a_config_comes_back_as_written_without_defaults_or_reordering(owner_client):
+    from agents.models import AgentVersion
+
+    written = {
+        "systemPrompt": "You compute.\nShow the steps.",
+        "tools": CALCULATOR_CONFIG["tools"],
+        "llmModelId": CALCULATOR_CONFIG["llmModelId"],
+        "maxIterations": 10,  # a default the author chose to write: it stays
+    }
+    created = owner_client.post(
+        "/v1/agents", {"name": "calc", "agentType": "tool", "config": written}, format="json"
+    ).json()
+    url = f"/v1/agents/{created['id']}/versions"
+    owner_client.post(url, {"notes": "a copy"}, format="json")
+
+    for number in (1, 2):
+        echoed = owner_client.get(f"{url}/{number}").json()["version"]["config"]
+        assert echoed == written
+        assert list(echoed) == list(written)
+    stored = AgentVersion.objects.get(agent_id=created["id"], number=2)
+    assert stored.config["inferenceConfig"]["maxTokens"] == 4000  # what runs read

@@ -13,6 +13,7 @@ document.addEventListener("DOMContentLoaded", () => {
   const container = settingsNode.closest(".config-editor");
   const textarea = document.getElementById(container.dataset.for);
   const problems = container.querySelector(".config-editor-problems");
+  const needsEnvironment = container.querySelector(".config-editor-needs");
   const typeSelect = document.getElementById("id_agent_type");
   const environmentSelect = document.getElementById("id_environment");
   const templateSelect = document.getElementById("config-editor-template");
@@ -41,8 +42,9 @@ document.addEventListener("DOMContentLoaded", () => {
 
   // The range to mark for an error at `loc` (a path into the config): the property's name
   // when its value is an object or a list, the value otherwise; where the path stops
-  // (a missing property), the first character of the deepest part found.
-  function rangeOf(state, loc) {
+  // (a missing property), the first character of the deepest part found. A key that should
+  // not be there at all (`keyItself`, an unknown field) is its name: the typo is the name.
+  function rangeOf(state, loc, keyItself) {
     let node = E.syntaxTree(state).topNode.firstChild;
     let mark = node;
     for (const key of loc) {
@@ -71,7 +73,8 @@ document.addEventListener("DOMContentLoaded", () => {
         const at = (name || node || { from: 0 }).from;
         return name ? { from: name.from, to: name.to } : { from: at, to: Math.min(at + 1, state.doc.length) };
       }
-      mark = next.name === "Object" || next.name === "Array" ? name || next : next;
+      const whole = keyItself || next.name === "Object" || next.name === "Array";
+      mark = whole ? name || next : next;
       node = next;
     }
     return mark ? { from: mark.from, to: mark.to } : { from: 0, to: state.doc.length };
@@ -100,7 +103,8 @@ document.addEventListener("DOMContentLoaded", () => {
       showProblems([]);
       return []; // the JSON linter says where the syntax breaks
     }
-    if (!agentType() || !environment()) return [];
+    if (!agentType()) return [];
+    // Without an environment the server checks the shape only; the page says so.
     const response = await fetch(settings.checkUrl, {
       method: "POST",
       credentials: "same-origin",
@@ -112,7 +116,7 @@ document.addEventListener("DOMContentLoaded", () => {
     if (view.state.doc.toString() !== text) return []; // typed on since: a newer check comes
     showProblems(errors);
     return errors.map((error) => ({
-      ...rangeOf(view.state, error.loc),
+      ...rangeOf(view.state, error.loc, error.type === "extra_forbidden"),
       severity: "error",
       message: error.msg,
       source: error.loc.join("."),
@@ -137,6 +141,8 @@ document.addEventListener("DOMContentLoaded", () => {
         if (update.docChanged) textarea.value = update.state.doc.toString();
       }),
       E.EditorView.contentAttributes.of({ "aria-label": "Config (JSON)" }),
+      // A prompt is one JSON string, often long: wrapped, it reads without scrolling.
+      E.EditorView.lineWrapping,
     ],
   });
   textarea.hidden = true;
@@ -147,8 +153,14 @@ document.addEventListener("DOMContentLoaded", () => {
     view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
   }
 
+  // Said, not left to silence: completion and checks of the catalogs need an environment.
+  function sayWhatIsMissing() {
+    if (needsEnvironment) needsEnvironment.hidden = !environmentSelect || Boolean(environment());
+  }
+
   async function loadSchema() {
-    if (!agentType() || !environment()) return;
+    sayWhatIsMissing();
+    if (!agentType()) return;
     const query = new URLSearchParams({ environment: environment(), agentType: agentType() });
     const response = await fetch(`${settings.schemaUrl}?${query}`, { credentials: "same-origin" });
     if (response.ok) E.updateSchema(view, await response.json());

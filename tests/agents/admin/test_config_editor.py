@@ -5,6 +5,7 @@ tests/agents/admin/test_studio_browser.py."""
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any
 
@@ -144,6 +145,75 @@ def test_adding_an_agent_starts_from_the_first_template(site: Client) -> None:
     assert json.loads(form["config"].value()) == first["config"]
     assert b'id="config-editor-template"' in page.content
     assert b"agents/vendor/config-editor.js" in page.content
+
+
+def test_the_only_environment_is_chosen_on_the_add_page(site: Client, env: Any) -> None:
+    form = site.get(reverse("admin:agents_agent_add")).context["adminform"].form
+
+    assert form["environment"].value() == env.pk
+    assert [str(value) for value, _ in form.fields["environment"].choices] == [str(env.pk)]
+
+
+def test_with_several_environments_none_is_chosen_and_the_page_says_one_is_needed(
+    site: Client, env: Any, other_env: Any
+) -> None:
+    page = site.get(reverse("admin:agents_agent_add"))
+    form = page.context["adminform"].form
+
+    assert form["environment"].value() is None
+    assert b'class="config-editor-needs help"' in page.content
+    assert b"Choose an environment" in page.content
+
+
+def test_without_an_environment_the_check_finds_the_shape_s_problems(site: Client) -> None:
+    url = reverse("admin:agents_agent_config_check")
+    typo = {**CALCULATOR_CONFIG, "systemPromt": "Be terse.", "llmModelId": "no-such-model"}
+    body = {"environment": "", "agentType": "tool", "config": typo}
+
+    response = site.post(url, json.dumps(body), content_type="application/json")
+
+    # The unknown key is found; the model, a catalog's, waits for an environment.
+    assert [e["loc"] for e in response.json()["errors"]] == [["systemPromt"]]
+    shape = site.get(reverse("admin:agents_agent_config_schema"), {"agentType": "tool"})
+    assert shape.json() == config_schema("tool")
+
+
+def test_start_from_keeps_its_choice_after_a_failed_save(site: Client, env: Any) -> None:
+    url = reverse("admin:agents_agent_add")
+    data = {**browser_post_data(site.get(url)), "name": "bad name!"}
+    data["config_template"] = "summarizer"
+
+    failed = site.post(url, data)
+
+    assert failed.status_code == 200
+    assert failed.context["adminform"].form.errors
+    assert b'<option value="summarizer" selected>' in failed.content
+    assert b'<option value="calculator" selected>' not in failed.content
+    assert not Agent.objects.exists()
+
+
+def test_the_change_page_shows_the_config_as_written_and_saving_it_keeps_it(
+    site: Client, make_agent: Any
+) -> None:
+    written = {
+        "systemPrompt": "You compute.\nShow the steps.",
+        "tools": CALCULATOR_CONFIG["tools"],
+        "llmModelId": CALCULATOR_CONFIG["llmModelId"],
+    }
+    agent: Agent = make_agent("calc", config=written)
+    url = reverse("admin:agents_agent_change", args=[agent.pk])
+
+    page = site.get(url)
+
+    text = json.dumps(written, indent=2, ensure_ascii=False)
+    assert page.context["adminform"].form["config"].value() == text
+    assert html.escape(text) in page.content.decode()  # the read-only copy, in order
+    # Changed and saved from the page: the new version is stored as it was typed.
+    retyped = {"llmModelId": written["llmModelId"], **written, "systemPrompt": "Be terse."}
+    data = {**browser_post_data(page), "config": json.dumps(retyped), "_continue": "1"}
+    site.post(url, data)
+    latest = agent.versions.order_by("-number").first()
+    assert list(latest.config_shown) == ["llmModelId", "systemPrompt", "tools"]
 
 
 def test_a_save_that_changes_nothing_says_so_and_makes_no_version(

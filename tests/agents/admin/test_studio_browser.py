@@ -183,6 +183,40 @@ def test_a_config_error_is_marked_in_the_editor_before_saving_and_keys_are_compl
 
 
 @BROWSER
+def test_the_add_page_chooses_the_only_environment_marks_a_typo_and_keeps_start_from(
+    page: Page, creator: Any, env: Any
+) -> None:
+    page.login(creator)
+    page.open(reverse("admin:agents_agent_add"))
+    editor_ready(page)
+    # The creator's one environment is chosen: nothing to pick before the editor checks.
+    assert Select(page.find("#id_environment")).first_selected_option.text == "default"
+    assert not page.find(".config-editor-needs").is_displayed()
+    checked(page, 0)
+
+    typo = {**CALCULATOR["config"], "systemPromt": "Be terse."}
+    type_config(page, json.dumps(typo))
+
+    page.wait_for("ul.config-editor-problems li", text="systemPromt")
+    marks = page.wait_until(lambda: texts(page, ".cm-lintRange-error"), "the typo's mark")
+    assert marks == ['"systemPromt"']
+
+    # A failed save (a name the service refuses) shows the page again as it was sent.
+    Select(page.find("#config-editor-template")).select_by_value("summarizer")
+    page.wait_until(lambda: "inputSchema" in page.find(".cm-content").text, "the summarizer")
+    page.find("#id_name").send_keys("not a name!")
+    page.find("input[name=_save]").click()
+    page.wait_for(".errornote")
+    editor_ready(page)
+
+    chosen = Select(page.find("#config-editor-template")).first_selected_option
+    assert chosen.get_attribute("value") == "summarizer"
+    assert shown_type(page) == "task"
+    assert form_config(page) == SUMMARIZER["config"]
+    assert not Agent.objects.exists()
+
+
+@BROWSER
 def test_two_chosen_versions_are_compared_with_their_changes_highlighted(
     page: Page, admin_user: Any, make_agent: Any
 ) -> None:

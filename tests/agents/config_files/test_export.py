@@ -25,7 +25,7 @@ def test_export_names_task_agents_and_mcp_servers_instead_of_ids(
     assert list(caller) == ["name", "displayName", "description", "agentType", "versions"]
     [version] = caller["versions"]
     assert list(version) == ["number", "versionLabel", "notes", "config"]
-    stored = latest(env, "caller").config
+    stored = latest(env, "caller").config_shown
     assert list(version["config"]) == list(stored)
     tools = version["config"]["tools"]
     in_place = ["agentName" if k == "agentId" else k for k in stored["tools"][1]]
@@ -64,5 +64,32 @@ def test_export_all_versions_lists_every_version_in_order(
         (2, "v2", "n2"),
         (3, "v3", "n3"),
     ]
-    assert [v["config"] for v in every] == [v.config for v in agent.versions.order_by("number")]
+    shown = [v.config_shown for v in agent.versions.order_by("number")]
+    assert [v["config"] for v in every] == shown
     assert [v["number"] for v in read(tmp_path / "current" / "calc.yaml")["versions"]] == [3]
+
+
+def test_export_then_import_keeps_the_author_s_keys_and_order(
+    other_env: Environment,
+    make_agent: Callable[..., Agent],
+    admin_user: Any,
+    tmp_path: Path,
+) -> None:
+    written = {
+        "systemPrompt": "You compute.\nShow the steps.",
+        "tools": CALCULATOR_CONFIG["tools"],
+        "llmModelId": CALCULATOR_CONFIG["llmModelId"],
+    }
+    agent = make_agent("calc")
+    version_add(user=admin_user, agent=agent, config=written)
+
+    agents("export", "--out", tmp_path)
+    text = (tmp_path / "calc.yaml").read_text(encoding="utf-8")
+    [exported] = read(tmp_path / "calc.yaml")["versions"]
+    assert list(exported["config"]) == list(written)  # no default added, none reordered
+    assert "systemPrompt: |-\n" in text  # the prompt's lines as lines
+
+    agents("import", tmp_path, "--environment", other_env.name)
+    again = latest(other_env, "calc")
+    assert list(again.config_shown) == list(written)
+    assert again.config["inferenceConfig"]["maxTokens"] == 4000
