@@ -467,6 +467,9 @@ class Run(models.Model):
     # While `awaiting_approval`: the paused turn a decision resumes and the request it was
     # made with (agents.runs.approvals); its deadline is `lease_until`.
     paused = models.JSONField(null=True, blank=True, editable=False)
+    # The unsaved config the run ran instead of its version's (the playground's "Try without
+    # saving"): no version holds it, so the run keeps it; `version` is the one it started from.
+    draft_config = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-started_at"]

@@ -36,6 +36,7 @@ from agents.evals.selectors import datasets_visible
 from agents.evals.services import case_from_run, feedback_set, run_case
 from agents.evals.table import output_of, output_text
 from agents.models import Agent, Dataset, DatasetCase, Run, RunFeedback, RunStatus
+from agents.protocols.playground.links import playground_run_url
 from agents.selectors.runs import runs_visible
 
 COMMENT_MAX_CHARS = 4000
@@ -116,6 +117,8 @@ def run_page_context(request: HttpRequest, run: Run) -> dict[str, Any]:
         "add_case_datasets": datasets_for(user, run.agent).exists(),
         "run_completed": completed,
         "comment_max": COMMENT_MAX_CHARS,
+        # "Open in playground", to go on with the run's thread (None: the user may not).
+        "playground_url": playground_run_url(user=user, run=run),
     }
 
 

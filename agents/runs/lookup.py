@@ -49,6 +49,8 @@ class RunTarget:
     read_at: datetime | None = None
     # The config's fallbackModels the catalog still serves, in their order.
     fallbacks: tuple[CatalogModel, ...] = ()
+    # `config` is a draft run in place of the version's (`draft_target`), never cached as it.
+    draft: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,36 @@ def run_target(
         what = "Alias" if kind == "alias" else "Version"
         raise NotFound(f"{what} '{ref}' of agent '{row[_NAME]}' not found.")
     return dataclasses.replace(_target(row), budgets=row[_BUDGETS], read_at=now)
+
+
+def draft_target(target: RunTarget, config: dict[str, Any]) -> RunTarget:
+    """`target` running `config` (validated, unsaved) instead of its version's: the
+    provider, price and fallbacks of the models `config` names, read from the catalog."""
+    model_id = str(config.get("llmModelId", ""))
+    fallback_ids = [str(m) for m in config.get("fallbackModels") or ()]
+    priced = LOCAL_MODEL if settings.LLM_OFFLINE else model_id
+    rows = {
+        m.pk: m
+        for m in LLMModel.objects.filter(pk__in={model_id, priced, *fallback_ids}).only(
+            "provider", "enabled", *_PRICES
+        )
+    }
+    main, paying = rows.get(model_id), rows.get(priced)
+    return dataclasses.replace(
+        target,
+        config=config,
+        model_provider=main.provider if main is not None else None,
+        price=_price([getattr(paying, f) for f in _PRICES]) if paying is not None else None,
+        fallbacks=tuple(
+            CatalogModel(m.pk, m.provider, _price([getattr(m, f) for f in _PRICES]))
+            for m in (rows.get(i) for i in fallback_ids)
+            if m is not None and m.enabled
+        ),
+        draft=True,
+    )
+
+
+_PRICES = ("input_usd_per_mtok", "output_usd_per_mtok", "cached_input_usd_per_mtok")
 
 
 def task_target(

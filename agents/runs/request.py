@@ -59,6 +59,9 @@ class RunRequest:
     # request (agent_seen_by_name): the start checks them and reads no others. Never kept
     # (`request_json`): a run resumed or taken by a worker reads them as they stand then.
     held: frozenset[str] | None = None
+    # A validated config run in place of the version's, never saved as one (the playground's
+    # "Try without saving"); the run keeps it as its `draft_config`.
+    draft: dict[str, Any] | None = None
 
 
 def call_depth_of(headers: Mapping[str, str]) -> int:
@@ -110,6 +113,7 @@ def request_json(request: RunRequest) -> dict[str, Any]:
         "ragOverrides": dict(request.rag_overrides) if request.rag_overrides else None,
         "maxIterations": request.max_iterations,
         "callDepth": request.call_depth,
+        "draft": request.draft,
     }
 
 
@@ -137,6 +141,7 @@ def request_from_json(
         rag_overrides=data["ragOverrides"],
         max_iterations=data["maxIterations"],
         call_depth=data["callDepth"],
+        draft=data.get("draft"),  # absent from the requests kept before drafts
     )
 
 

@@ -78,6 +78,8 @@ def _fallbacks(target: RunTarget, model: str) -> tuple[FallbackModel, ...]:
 def _parsed_config(target: RunTarget) -> AgentConfig:
     """The version's config, parsed once per process: a version never changes (a new
     config is a new version) and the parsed form is frozen, so every call can share it."""
+    if target.draft:  # not the version's config: parsed for this run only
+        return config_parse(target.agent_type, target.config)
     config = _configs.get(target.version_id)
     if config is None:
         config = config_parse(target.agent_type, target.config)

@@ -26,7 +26,7 @@ from agents.llm.base import Message
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
 from agents.models import Environment, LLMModel, Run, RunStatus
 from agents.runs import leases
-from agents.runs.lookup import RunTarget, run_target
+from agents.runs.lookup import RunTarget, draft_target, run_target
 from agents.runs.request import RunRequest, can_pause, request_json
 from agents.runs.spec import agent_spec, retrievers, with_max_iterations, with_request_servers
 from agents.runs.spending import spend_gate
@@ -73,9 +73,12 @@ class Invocation:
     trace: RunTrace = field(default_factory=lambda: RunTrace.under(None))
     thread_id: str = ""
     environment: str = ""  # the environment's name
+    draft: bool = False  # an unsaved config ran, not the version's (RunRequest.draft)
 
     @property
     def answered_by(self) -> str:
+        if self.draft:
+            return f"{self.agent_name}@draft (from {self.version_number})"
         return f"{self.agent_name}@{self.version_number}"
 
 
@@ -175,6 +178,8 @@ def _checked(request: RunRequest) -> tuple[CallDepth, RunTarget]:
         name=request.agent_name,
         held=request.held,
     )
+    if request.draft is not None:
+        target = draft_target(target, request.draft)
     return call_depth, target
 
 
@@ -202,6 +207,7 @@ def _run(request: RunRequest, target: RunTarget, trace: RunTrace) -> Run:
         schedule_id=request.schedule_id,
         client_request_id=request.client_request_id,
         webhook=request.webhook.stored() if request.webhook is not None else None,
+        draft_config=request.draft,
     )
 
 
@@ -231,6 +237,7 @@ def _opened(
     )
     invocation.trace, invocation.thread_id = trace, request.thread_id
     invocation.environment = request.environment.name
+    invocation.draft = request.draft is not None
     if run_input.can_pause:
         invocation.request = request
     leases.run_opened(run.pk, invocation)

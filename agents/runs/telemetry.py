@@ -50,6 +50,7 @@ def _facts(invocation: Invocation, recorder: RunRecorder) -> RunFacts:
         datastores=frozenset(name for name in run_input.retrievers if name),
         messages=run_input.messages,
         answer=recorder.answer,
+        draft=invocation.draft,
     )
 
 

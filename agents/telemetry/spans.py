@@ -73,6 +73,7 @@ class RunFacts:
     datastores: frozenset[str] = frozenset()  # the tools that search an environment
     messages: Sequence[Message] = ()  # the turn's input
     answer: str | None = None  # as the caller got it (a guardrail's message, if one blocked)
+    draft: bool = False  # an unsaved config ran in place of `version`'s (the playground's)
 
 
 # ---------------------------------------------------------------- the tracer
@@ -224,6 +225,8 @@ def _root(
     }
     if facts.thread_id:
         attributes["gen_ai.conversation.id"] = facts.thread_id
+    if facts.draft:
+        attributes["agentbuilder.draft"] = True
     if content:
         messages = _input_messages(facts.messages)
         if blocked_by is not None:  # what an input guardrail stopped leaves no copy here

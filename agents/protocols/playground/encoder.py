@@ -28,10 +28,13 @@ def _line(value: dict[str, Any]) -> bytes:
 class PlaygroundEncoder:
     """`titles` maps a document id to its title, for the sources of a RAG answer."""
 
-    def __init__(self, run_id: uuid.UUID, answered_by: str, thread_id: str) -> None:
+    def __init__(
+        self, run_id: uuid.UUID, answered_by: str, thread_id: str, *, draft: bool = False
+    ) -> None:
         self.run_id = str(run_id)
         self.answered_by = answered_by
         self.thread_id = thread_id
+        self.draft = draft  # an unsaved config answers ("Try without saving")
         self.titles: dict[str, str] = {}
         self._start = time.monotonic()
 
@@ -46,6 +49,7 @@ class PlaygroundEncoder:
                 "model": event.model,
                 "answeredBy": self.answered_by,
                 "threadId": self.thread_id,
+                "draft": self.draft,
             }
         if isinstance(event, TextDelta):
             return {"type": "delta", "text": event.text}

@@ -11,7 +11,7 @@ import uuid
 from typing import Any
 
 from django.contrib.admin import AdminSite
-from django.http import Http404, HttpRequest, StreamingHttpResponse
+from django.http import Http404, HttpRequest, QueryDict, StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
@@ -37,8 +37,10 @@ from agents.runtime.events import Event, ResponseCompleted
 from agents.selectors.agents import agent_get_invocable
 from agents.selectors.aliases import alias_list
 from agents.selectors.runs import run_get
+from agents.selectors.threads import thread_open
 from agents.selectors.versions import version_ref_parse
 from agents.services.approvals import StillWaiting, approvals_decide
+from agents.services.config_check import config_validate
 from agents.services.runs import run_cancel_request
 from guardrails.engines.base import KIND_WORDS
 from retrieval.selectors import document_titles
@@ -50,7 +52,8 @@ NO_RUN = "00000000-0000-0000-0000-000000000000"  # replaced by the page with a r
 def playground_page(site: AdminSite, request: HttpRequest, object_id: str) -> TemplateResponse:
     """The page: the agent, its versions (with a task agent's input schema) and the URLs
     the script calls. 404 unless the user may INVOKE the agent."""
-    agent = _invocable(request_user(request), object_id)
+    user = request_user(request)
+    agent = _invocable(user, object_id)
     context = {
         **site.each_context(request),
         "title": f"Playground: {agent.name}",
@@ -59,6 +62,7 @@ def playground_page(site: AdminSite, request: HttpRequest, object_id: str) -> Te
         "agent": agent,
         "is_task": agent.agent_type == AgentType.TASK,
         "settings": {
+            "agentId": str(agent.pk),
             "agentType": agent.agent_type,
             "versions": _versions(agent),
             "aliases": [
@@ -74,7 +78,11 @@ def playground_page(site: AdminSite, request: HttpRequest, object_id: str) -> Te
             "noRun": NO_RUN,
             "kindWords": KIND_WORDS,  # what a guardrail block's notice calls what it found
             # Under each answer: thumbs, and "Add to dataset" (agents/evals/from_runs.py).
-            **playground_settings(request_user(request), agent, NO_RUN),
+            **playground_settings(user, agent, NO_RUN),
+            # ?run=<id> or ?thread=<id>: a past conversation to go on with.
+            "opened": _opened(user, agent, request.GET),
+            # The latest version's config: where "Try without saving"'s draft starts.
+            "draftStart": _latest_config(agent),
         },
     }
     return TemplateResponse(request, "admin/agents/agent/playground.html", context)
@@ -85,6 +93,23 @@ def _invocable(user: User, object_id: str) -> Agent:
         return agent_get_invocable(user=user, agent_id=uuid.UUID(object_id))
     except (ValueError, NotFound):
         raise Http404("No agent you may invoke has this id.") from None
+
+
+def _opened(user: User, agent: Agent, query: QueryDict) -> dict[str, Any] | None:
+    run, thread = query.get("run", ""), query.get("thread", "")
+    if not run and not thread:
+        return None
+    try:
+        run_id = uuid.UUID(run) if run else None
+        return thread_open(user=user, agent=agent, run_id=run_id, thread_id=thread).as_json()
+    except (ValueError, NotFound):
+        raise Http404("No run or thread of yours with this agent has this id.") from None
+
+
+def _latest_config(agent: Agent) -> Any:
+    """As its author wrote it (their keys in their order), as the editor shows it."""
+    latest = agent.versions.order_by("-number").only("config", "config_as_written").first()
+    return latest.config_shown if latest is not None else {}
 
 
 def _versions(agent: Agent) -> list[dict[str, Any]]:
@@ -114,7 +139,9 @@ class PlaygroundStreamView(ProtocolView):
     @extend_schema(exclude=True)
     async def post(self, request: Request, object_id: str) -> StreamingHttpResponse:
         invocation, body = await in_db(self._start)(object_id)
-        encoder = PlaygroundEncoder(invocation.run_id, invocation.answered_by, body.thread_id or "")
+        encoder = PlaygroundEncoder(
+            invocation.run_id, invocation.answered_by, body.thread_id or "", draft=invocation.draft
+        )
         return streamed(invocation, _with_titles(encoder), "application/x-ndjson")
 
     def _start(self, object_id: str) -> tuple[Invocation, PlaygroundRequest]:
@@ -125,6 +152,15 @@ class PlaygroundStreamView(ProtocolView):
         is_task = agent.agent_type == AgentType.TASK
         if not is_task and not (body.message or "").strip():
             raise Invalid.at(("body", "message"), "type a message")
+        draft = None
+        if body.draft is not None:  # refused as a save would be, before any run exists
+            draft = config_validate(
+                user=self.request.user,
+                environment=agent.environment,
+                agent_type=agent.agent_type,
+                data=body.draft,
+                loc=("body", "draft"),
+            )
         request = self.run_request(
             agent.pk,
             body.version,
@@ -134,6 +170,7 @@ class PlaygroundStreamView(ProtocolView):
             messages=() if is_task else body.messages(),
             inputs=body.inputs if is_task else None,
             thread_id="" if is_task else body.thread_id or "",
+            draft=draft,
         )
         return invocation_start(request), body
 
@@ -155,7 +192,9 @@ class PlaygroundApprovalsView(ProtocolView):
             pending = [str(p) for p in decided.pending]
             return Response({"status": "awaiting_approval", "pending": pending}, status=202)
         thread_id = decided.request.thread_id if decided.request is not None else ""
-        encoder = PlaygroundEncoder(decided.run_id, decided.answered_by, thread_id)
+        encoder = PlaygroundEncoder(
+            decided.run_id, decided.answered_by, thread_id, draft=decided.draft
+        )
         return streamed(decided, _with_titles(encoder), "application/x-ndjson")
 
     def _decide(self, object_id: str, run_id: str) -> Invocation | StillWaiting:
@@ -210,6 +249,7 @@ class PlaygroundRunView(ApiView):
                 "status": recorded.status,
                 "tokensUsage": recorded.tokens_usage,
                 "costUsd": None if cost is None else float(cost),
+                "draft": recorded.draft_config is not None,
             }
         )
 

@@ -13,6 +13,11 @@
   const compareSelect = document.getElementById("playground-compare");
   const chatForm = document.getElementById("playground-chat");
   const taskForm = document.getElementById("playground-task");
+  const said = document.getElementById("playground-said"); // read out by screen readers
+  const draftPanel = document.getElementById("playground-draft");
+  const draftBox = document.getElementById("playground-draft-config");
+  const draftErrors = document.getElementById("playground-draft-errors");
+  const draftButton = document.getElementById("playground-try-draft");
   let threadId = newThreadId();
   let compareThreadId = newThreadId(); // the compared version's own conversation
   let busy = false;
@@ -54,6 +59,40 @@
     return text === "0" && value > 0 ? "<0.000001" : text;
   }
 
+  function announce(text) {
+    said.textContent = text;
+  }
+
+  // The clipboard API needs a secure context and the page's focus; elsewhere (an admin on
+  // plain http) the text is copied through a selected, off-screen textarea.
+  async function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      try {
+        await navigator.clipboard.writeText(text);
+        return true;
+      } catch (_) {
+        // refused (no permission, no focus): the fallback below
+      }
+    }
+    const area = el("textarea", { class: "pg-copy-buffer", readonly: "", "aria-hidden": "true" });
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    let copied = false;
+    try {
+      copied = document.execCommand("copy");
+    } catch (_) {
+      copied = false;
+    }
+    area.remove();
+    return copied;
+  }
+
+  function tokensText(u) {
+    u = u || {};
+    return `${u.input_tokens || 0} in / ${u.output_tokens || 0} out / ${u.total_tokens || 0} tokens`;
+  }
+
   function scrollDown() {
     log.scrollTop = log.scrollHeight;
   }
@@ -68,7 +107,8 @@
   }
 
   function chosenLabel(select) {
-    return select.options[select.selectedIndex].textContent;
+    const label = select.options[select.selectedIndex].textContent;
+    return select === versionSelect && drafting() ? `draft (unsaved, from ${label})` : label;
   }
 
   // Stop asks the run to end canceled wherever it runs (the server process that answers
@@ -105,9 +145,10 @@
   // headed by its version. `version` is what it asks for (the picker's value when sent).
   class Turn {
     constructor(question, options) {
-      const { column, version, label } = options || {};
+      const { column, version, label, draft } = options || {};
       this.version = version || versionSelect.value;
-      this.answer = el("div", { class: "pg-answer pg-pending" });
+      this.draft = draft; // the config to run in place of the version's, or undefined
+      this.answer = el("div", { class: "pg-answer pg-pending", "aria-busy": "true" });
       if (label) this.answer.append(el("div", { class: "pg-version", text: label }));
       this.text = el("div", { class: "pg-text" });
       this.answer.append(this.text);
@@ -137,6 +178,21 @@
       this.runId = line.runId;
       this.answer.dataset.runId = line.runId;
       this.answeredBy = line.answeredBy;
+      if (line.draft) this.markDraft();
+    }
+
+    // An unsaved config answered ("Try without saving"): said on the answer, as its run
+    // record says it (the run's draft_config).
+    markDraft() {
+      this.answer.classList.add("pg-draft");
+      this.answer.prepend(el("div", { class: "pg-draft-badge", text: "Draft (unsaved config)" }));
+    }
+
+    // The end of a turn: no longer busy, and what it said read out once.
+    settle(text) {
+      this.answer.classList.remove("pg-pending");
+      this.answer.setAttribute("aria-busy", "false");
+      if (text) announce(text);
     }
 
     on_delta(line) {
@@ -169,12 +225,12 @@
 
     on_completed(line) {
       this.ended = true;
-      this.answer.classList.remove("pg-pending");
       if (line.guardrail) {
         this.answer.classList.add("pg-blocked");
         this.answer.insertBefore(this.blockNotice(line.guardrail), this.text);
       }
       this.text.textContent = line.answer;
+      this.settle(line.guardrail ? `Blocked by ${line.guardrail.name}.` : `Answer: ${line.answer}`);
       if (line.structured && !line.guardrail) {
         this.answer.append(
           el("div", { class: "pg-label", text: "Object" }),
@@ -190,7 +246,7 @@
     // detector decided, and the text it matched (docs/api.md#guardrails). An input block's
     // match is marked in the question too.
     blockNotice(g) {
-      const notice = el("div", { class: "pg-guardrail" },
+      const notice = el("div", { class: "pg-guardrail", role: "note", "aria-label": "Guardrail notice" },
         el("div", { class: "pg-guardrail-head", text: `Blocked by ${g.name} at the ${g.stage} stage (${g.action}).` }));
       const found = g.detected;
       if (!found) return notice;
@@ -247,9 +303,22 @@
       };
       up.addEventListener("click", () => thumb(1, up));
       down.addEventListener("click", () => thumb(-1, down));
-      const box = el("div", { class: "pg-evals" }, el("div", { class: "pg-feedback" }, up, down, comment, said));
+      const box = el("div", { class: "pg-evals" },
+        el("div", { class: "pg-feedback" }, this.copyButton(), up, down, comment, said));
       if (settings.datasets.length) box.append(this.addToDataset(line, url(settings.caseUrl)));
       return box;
+    }
+
+    // Copy: the answer's text as shown (a partial one too), with a visible confirmation.
+    copyButton() {
+      const button = el("button", { type: "button", class: "pg-copy", "aria-label": "Copy the answer", text: "Copy" });
+      const done = el("span", { class: "pg-said pg-copy-said", role: "status" });
+      button.addEventListener("click", async () => {
+        const copied = await copyText(this.text.textContent);
+        done.classList.toggle("pg-said-error", !copied);
+        done.textContent = copied ? "Copied" : "Could not copy: select the text and press Ctrl+C.";
+      });
+      return el("span", { class: "pg-copy-box" }, button, done);
     }
 
     addToDataset(line, caseUrl) {
@@ -283,7 +352,7 @@
     // server and the rest of the same run streams into this answer.
     on_approval_requested(line) {
       this.ended = true;
-      this.answer.classList.remove("pg-pending");
+      this.settle("The turn waits for your approval.");
       if (line.text) this.text.textContent = line.text;
       const decisions = new Map();
       const requests = line.approvalRequests || [];
@@ -325,6 +394,7 @@
     decide(decisions) {
       this.ended = false;
       this.answer.classList.add("pg-pending");
+      this.answer.setAttribute("aria-busy", "true");
       this.text.textContent = "";
       const url = settings.approvalsUrl.replace(settings.noRun, this.runId);
       send({ decisions }, this, url);
@@ -332,8 +402,18 @@
 
     on_failed(line) {
       this.ended = true;
-      this.fail(`${line.code}: ${line.message}`);
+      if (line.code === "canceled") this.stopped();
+      else this.fail(`${line.code}: ${line.message}`);
       this.footer(line);
+    }
+
+    // Stopped by Stop: what had streamed stays, said to be partial, and can be copied.
+    stopped() {
+      this.settle("Stopped.");
+      this.answer.classList.add("pg-stopped");
+      const partial = this.text.textContent ? "Stopped: the answer above is partial." : "Stopped before an answer.";
+      this.answer.append(el("div", { class: "pg-stopped-text", text: partial }));
+      this.answer.append(el("div", { class: "pg-evals" }, this.copyButton()));
     }
 
     showSources(sources) {
@@ -352,13 +432,11 @@
     }
 
     footer(line) {
-      const u = line.usage || {};
-      const bits = [
-        this.answeredBy,
-        `${u.input_tokens || 0} in / ${u.output_tokens || 0} out / ${u.total_tokens || 0} tokens`,
-        `${line.latencyMs} ms`,
-      ].filter(Boolean);
-      const meta = el("div", { class: "pg-meta", text: bits.join(" · ") + " · " });
+      const bits = [this.answeredBy];
+      if (line.usage) bits.push(tokensText(line.usage));
+      if (line.latencyMs != null) bits.push(`${line.latencyMs} ms`);
+      const meta = el("div", { class: "pg-meta", text: bits.filter(Boolean).join(" · ") + " · " });
+      this.meta = meta;
       // The run's cost is known once the run is recorded, after its last line: showCost.
       this.cost = el("span", { class: "pg-cost", text: "cost …" });
       meta.append(this.cost, " · ");
@@ -379,6 +457,8 @@
         });
         if (!response.ok) throw new Error(`the server answered ${response.status}`);
         const run = await response.json();
+        // A past turn's footer (opened from a run) had no stream to give its tokens.
+        if (!this.meta.textContent.includes(" tokens")) cost.before(`${tokensText(run.tokensUsage)} · `);
         cost.textContent = run.costUsd === null ? "cost unknown (unpriced model)" : `$${formatUsd(run.costUsd)}`;
         cost.dataset.costUsd = run.costUsd === null ? "" : String(run.costUsd);
       } catch (_) {
@@ -389,7 +469,7 @@
 
     fail(message, detail) {
       this.ended = true;
-      this.answer.classList.remove("pg-pending");
+      this.settle(message);
       this.answer.classList.add("pg-error");
       this.answer.append(el("div", { class: "pg-error-text errornote", text: message }));
       if (detail) markFields(detail);
@@ -420,7 +500,8 @@
     return sides.map(([select, side]) => {
       const column = el("div", { class: "pg-column", "data-side": side });
       columns.append(column);
-      return new Turn(null, { column, version: select.value, label: chosenLabel(select) });
+      const draft = side === "a" ? draftConfig() : undefined;
+      return new Turn(null, { column, version: select.value, label: chosenLabel(select), draft });
     });
   }
 
@@ -452,6 +533,7 @@
     setBusy();
     try {
       const body = url ? payload : { version: turn.version, ...payload };
+      if (!url && turn.draft !== undefined) body.draft = turn.draft;
       const response = await fetch(url || settings.streamUrl, {
         method: "POST",
         credentials: "same-origin",
@@ -470,6 +552,7 @@
         turn.fail(errorText(body, response.status), body && body.detail);
         return;
       }
+      if (turn.draft !== undefined) showDraftErrors([]);
       await readLines(response.body, (line) => turn.handle(line));
       if (!turn.ended) turn.fail("The stream ended before the answer did.");
       else await turn.showCost();
@@ -487,6 +570,60 @@
     threadId = newThreadId();
     compareThreadId = newThreadId();
     log.replaceChildren(el("p", { class: "pg-note", text: note }));
+  }
+
+  // ------------------------------------------------------------------ try without saving
+
+  // While the draft panel is open, each turn runs its config in place of the chosen
+  // version's; the server validates it as a save would and saves no version.
+  function drafting() {
+    return Boolean(draftPanel) && !draftPanel.hidden;
+  }
+
+  // The draft's config (parsed), or undefined when not drafting; a draft that is not JSON
+  // is sent as its text, for the server to refuse at body.draft.
+  function draftConfig() {
+    if (!drafting()) return undefined;
+    try {
+      return JSON.parse(draftBox.value);
+    } catch (_) {
+      return draftBox.value;
+    }
+  }
+
+  function showDraftErrors(items) {
+    if (!draftErrors) return;
+    draftErrors.replaceChildren(...items.map((d) => el("li", { text: `${(d.loc || []).join(".")}: ${d.msg}` })));
+    draftBox.setAttribute("aria-invalid", items.length ? "true" : "false");
+  }
+
+  function openDraft(config) {
+    draftBox.value = typeof config === "string" ? config : JSON.stringify(config, null, 2);
+    draftPanel.hidden = false;
+    draftButton.setAttribute("aria-expanded", "true");
+    draftButton.textContent = "Stop trying the draft";
+    showDraftErrors([]);
+    newConversation(`New conversation: a draft (unsaved, from ${versionSelect.options[versionSelect.selectedIndex].textContent}) answers.`);
+    draftBox.focus();
+  }
+
+  function closeDraft() {
+    draftPanel.hidden = true;
+    draftButton.setAttribute("aria-expanded", "false");
+    draftButton.textContent = "Try without saving";
+    newConversation("New conversation: the chosen version answers.");
+  }
+
+  // The config editor hands its unsaved config over in localStorage under this key and
+  // opens the playground with ?draft=editor (docs/api.md#playground).
+  const handedKey = `agentbuilder.playground-draft.${settings.agentId}`;
+
+  if (draftButton) {
+    draftButton.addEventListener("click", () => (drafting() ? closeDraft() : openDraft(settings.draftStart)));
+    document.getElementById("playground-draft-reset").addEventListener("click", () => {
+      draftBox.value = JSON.stringify(settings.draftStart, null, 2);
+      showDraftErrors([]);
+    });
   }
 
   compareSelect.addEventListener("change", () => {
@@ -526,8 +663,9 @@
         send({ message, threadId }, a);
         send({ message, threadId: compareThreadId }, b);
       } else {
-        send({ message, threadId }, new Turn(message));
+        send({ message, threadId }, new Turn(message, { draft: draftConfig() }));
       }
+      box.focus(); // the next message can be typed while this one streams
     });
     box.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
@@ -632,7 +770,9 @@
   }
 
   function markFields(detail) {
-    if (!Array.isArray(detail) || !fields) return;
+    if (!Array.isArray(detail)) return;
+    showDraftErrors(detail.filter((d) => (d.loc || [])[1] === "draft"));
+    if (!fields) return;
     for (const item of detail) {
       const loc = item.loc || [];
       if (loc[0] !== "body" || loc[1] !== "inputs") continue;
@@ -658,7 +798,9 @@
       clearFieldErrors();
       const { inputs, problems } = readInputs();
       const question = JSON.stringify(inputs);
-      const turns = compareSelect.value ? compareTurns(question) : [new Turn(question)];
+      const turns = compareSelect.value
+        ? compareTurns(question)
+        : [new Turn(question, { draft: draftConfig() })];
       if (problems.length) {
         const text = problems.map((p) => `${p.loc.join(".")}: ${p.msg}`).join("\n");
         turns[0].fail(text, problems);
@@ -666,6 +808,50 @@
         return;
       }
       for (const turn of turns) send({ inputs }, turn);
+      const first = fields.querySelector(".pg-field-input");
+      if (first) first.focus();
     });
+  }
+
+  // ------------------------------------------------------------------ opened from a run
+
+  // ?run=<id> or ?thread=<id>: the conversation so far, then the next message goes on in
+  // the same thread (the user's own; another caller's run is shown and not continued).
+  function showOpened(opened) {
+    const note = opened.continues
+      ? `Continuing thread ${opened.threadId}: your next message goes on in it.`
+      : "This run is not a thread of yours: your next message starts a new conversation.";
+    log.replaceChildren(el("p", { class: "pg-note pg-opened-note", text: note }));
+    for (const past of opened.turns) {
+      const turn = new Turn(past.question);
+      turn.runId = past.runId;
+      turn.answer.dataset.runId = past.runId;
+      turn.answeredBy = `v${past.version}${past.draft ? " (draft)" : ""}`;
+      if (past.draft) turn.markDraft();
+      turn.text.textContent = past.answer;
+      turn.ended = true;
+      turn.settle();
+      turn.answer.classList.add("pg-past", `pg-past-${past.status}`);
+      if (past.status === "canceled") turn.answer.append(el("div", { class: "pg-stopped-text", text: "Stopped: the answer above is partial." }));
+      if (past.error && past.status !== "canceled") turn.answer.append(el("div", { class: "pg-error-text errornote", text: past.error }));
+      turn.footer({ usage: null, latencyMs: null, status: past.status });
+      turn.showCost();
+    }
+    if (opened.continues) threadId = opened.threadId;
+    const last = opened.turns[opened.turns.length - 1];
+    const option = last && [...versionSelect.options].find((o) => o.value === String(last.version));
+    if (option && opened.continues) versionSelect.value = option.value;
+  }
+
+  if (settings.opened) showOpened(settings.opened);
+
+  if (draftButton && new URLSearchParams(location.search).get("draft") === "editor") {
+    let handed = null;
+    try {
+      handed = JSON.parse(localStorage.getItem(handedKey) || "null");
+    } catch (_) {
+      handed = null;
+    }
+    if (handed) openDraft(handed);
   }
 })();

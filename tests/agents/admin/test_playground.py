@@ -12,10 +12,11 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR
-from agents.models import Agent, Run
+from agents.models import Agent, AgentVersion, Run, RunStatus
 from retrieval.services import document_create
 from tests.factories import CONFIGS, UserFactory
 from tests.fakes.openai import FakeOpenAI
@@ -287,3 +288,174 @@ def test_an_alias_picks_the_version_and_the_page_offers_it(
     got = lines(turn(client, calculator, message="What is 3x5?", version="prod"))
     assert got[0]["answeredBy"] == "Calculator@1"
     assert Run.objects.get(pk=got[0]["runId"]).version.number == 1
+
+
+# ---------------------------------------------------------------- try without saving
+
+
+def test_a_draft_runs_in_place_of_the_version_and_saves_no_version(
+    invoker: Any, calculator: Agent
+) -> None:
+    prompt = "You are a terse calculator. Say only the number."
+    add = {"toolType": "function", "name": "add", "description": "Adds", "funcName": "add"}
+    draft = {**CALCULATOR["config"], "systemPrompt": prompt, "tools": [add]}
+
+    got = lines(turn(browser(invoker), calculator, message="What is 3x5?", draft=draft))
+
+    assert got[0]["draft"] is True
+    assert got[0]["answeredBy"] == "Calculator@draft (from 1)"
+    assert got[-1]["type"] == "completed"
+    # The draft's only tool adds: its model works 3x5 out itself, with no multiply call.
+    assert [line for line in got if line["type"] == "tool_call"] == []
+    assert AgentVersion.objects.filter(agent=calculator).count() == 1
+    run = Run.objects.get(pk=got[0]["runId"])
+    assert run.draft_config is not None
+    assert run.draft_config["systemPrompt"] == prompt
+    assert run.version.number == 1  # the version it started from
+    assert run.version.config["tools"]  # which the draft did not change
+    record = browser(invoker).get(
+        reverse("admin:agents_agent_playground_run", args=[calculator.pk, run.pk])
+    )
+    assert record.json()["draft"] is True
+    saved = lines(turn(browser(invoker), calculator, message="What is 3x5?"))
+    assert saved[0]["draft"] is False
+    assert Run.objects.get(pk=saved[0]["runId"]).draft_config is None
+
+
+def test_a_bad_draft_is_refused_at_its_path_and_leaves_no_run_or_version(
+    invoker: Any, calculator: Agent
+) -> None:
+    draft = {**CALCULATOR["config"], "llmModelId": "no/such-model"}
+
+    refused = turn(browser(invoker), calculator, message="hi", draft=draft)
+
+    assert refused.status_code == 400, refused.content
+    [error] = refused.json()["detail"]
+    assert error["loc"] == ["body", "draft", "llmModelId"]
+    assert "no/such-model" in error["msg"]
+    assert not Run.objects.exists()
+    assert AgentVersion.objects.filter(agent=calculator).count() == 1
+
+
+def test_feedback_on_a_draft_run_is_kept_like_any_runs(invoker: Any, calculator: Agent) -> None:
+    client = browser(invoker)
+    got = lines(turn(client, calculator, message="What is 3x5?", draft=CALCULATOR["config"]))
+    url = reverse("admin:agents_agent_playground_feedback", args=[calculator.pk, got[0]["runId"]])
+
+    said = client.post(
+        url,
+        json.dumps({"score": -1, "comment": "draft worse"}),
+        content_type="application/json",
+        HTTP_X_CSRFTOKEN=client.cookies["csrftoken"].value,
+    )
+
+    assert said.status_code in (200, 201), said.content
+    run = Run.objects.get(pk=got[0]["runId"])
+    assert [(f.score, f.comment) for f in run.feedback.all()] == [(-1, "draft worse")]
+
+
+# ---------------------------------------------------------------- stop, compare
+
+
+def test_stop_asks_the_running_turn_to_end_and_an_ended_one_is_a_409(
+    invoker: Any, calculator: Agent
+) -> None:
+    client = browser(invoker)
+    running = Run.objects.create(
+        agent=calculator,
+        version=calculator.versions.get(),
+        caller=invoker,
+        protocol="playground",
+        status=RunStatus.IN_PROGRESS,
+    )
+    url = reverse("admin:agents_agent_playground_cancel", args=[calculator.pk, running.pk])
+    token = client.cookies["csrftoken"].value
+
+    asked = client.post(url, content_type="application/json", HTTP_X_CSRFTOKEN=token)
+
+    assert asked.status_code == 202, asked.content
+    running.refresh_from_db()
+    assert running.cancel_requested_at is not None
+    done = lines(turn(client, calculator, message="What is 3x5?"))
+    ended = reverse("admin:agents_agent_playground_cancel", args=[calculator.pk, done[0]["runId"]])
+    again = client.post(ended, content_type="application/json", HTTP_X_CSRFTOKEN=token)
+    assert again.status_code == 409
+
+
+def test_compare_is_one_run_for_each_version_each_in_its_own_thread(
+    invoker: Any, calculator: Agent, admin_user: Any
+) -> None:
+    from agents.services.versions import version_add
+
+    version_add(user=admin_user, agent=calculator, config=None, notes="v2")
+    client = browser(invoker)
+
+    a = lines(turn(client, calculator, message="What is 3x5?", version="latest", threadId="a"))
+    b = lines(turn(client, calculator, message="What is 3x5?", version="1", threadId="b"))
+
+    assert (a[0]["answeredBy"], b[0]["answeredBy"]) == ("Calculator@2", "Calculator@1")
+    runs = {r.thread_id: r.version.number for r in Run.objects.select_related("version")}
+    assert runs == {"a": 2, "b": 1}
+
+
+# ---------------------------------------------------------------- a run opened to go on
+
+
+def opened(client: Client, agent: Agent, query: str) -> Any:
+    page = client.get(page_url(agent) + query)
+    if page.status_code != 200:
+        return page.status_code
+    return page.context["settings"]["opened"]
+
+
+def test_a_run_opens_with_its_thread_and_the_next_turn_continues_it(
+    invoker: Any, calculator: Agent
+) -> None:
+    client = browser(invoker)
+    first = lines(turn(client, calculator, message="What is 3x5?", threadId="t-9"))
+    lines(turn(client, calculator, message="And 7 times 6?", threadId="t-9"))
+    lines(turn(client, calculator, message="Another thread", threadId="t-10"))
+
+    shown = opened(client, calculator, f"?run={first[0]['runId']}")
+
+    assert (shown["threadId"], shown["continues"]) == ("t-9", True)
+    assert [t["question"] for t in shown["turns"]] == ["What is 3x5?", "And 7 times 6?"]
+    assert "15" in shown["turns"][0]["answer"]
+    assert "42" in shown["turns"][1]["answer"]
+    assert opened(client, calculator, "?thread=t-9") == shown
+    # Going on: the page sends the thread's id, and the model gets the thread so far.
+    lines(turn(client, calculator, message="And plus one?", threadId=shown["threadId"]))
+    assert Run.objects.filter(thread_id="t-9").count() == 3
+    latest = Run.objects.filter(thread_id="t-9").latest("started_at")
+    assert latest.messages[0]["content"] == "And plus one?"
+
+
+def test_another_callers_run_is_shown_not_continued_and_a_stranger_gets_404(
+    invoker: Any, calculator: Agent, env: Any, admin_user: Any
+) -> None:
+    theirs = lines(turn(browser(admin_user), calculator, message="What is 3x5?", threadId="x"))
+    auditor = UserFactory(username="auditor", is_staff=True)
+    for action in (Action.READ, Action.INVOKE, Action.AUDIT):
+        grant(auditor, action, env)
+
+    shown = opened(browser(auditor), calculator, f"?run={theirs[0]['runId']}")
+
+    assert (shown["threadId"], shown["continues"]) == ("", False)
+    assert [t["question"] for t in shown["turns"]] == ["What is 3x5?"]
+    assert opened(browser(invoker), calculator, f"?run={theirs[0]['runId']}") == 404
+    assert opened(browser(invoker), calculator, "?thread=x") == 404  # not a thread of theirs
+    assert opened(browser(invoker), calculator, "?run=not-a-uuid") == 404
+
+
+def test_a_runs_page_links_to_the_playground_with_the_run_opened_for_invokers_only(
+    calculator: Agent, env: Any, admin_user: Any
+) -> None:
+    got = lines(turn(browser(admin_user), calculator, message="What is 3x5?", threadId="t-1"))
+    run_page = reverse("admin:agents_run_change", args=[got[0]["runId"]])
+    link = f"{page_url(calculator)}?run={got[0]['runId']}"
+
+    assert f'href="{link}"'.encode() in browser(admin_user).get(run_page).content
+    assert opened(browser(admin_user), calculator, "?" + link.split("?")[1])["continues"]
+    calculator.deleted_at = timezone.now()
+    calculator.save(update_fields=["deleted_at"])
+    assert b"Open in playground" not in browser(admin_user).get(run_page).content

@@ -18,7 +18,7 @@ from selenium.webdriver.support.select import Select
 from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR
 from agents.llm.local import MODEL_ID as LOCAL_MODEL
-from agents.models import Agent, LLMModel, Run
+from agents.models import Agent, AgentVersion, LLMModel, Run
 from agents.services.versions import version_add
 from tests.browser import BROWSER, Page, browser_server, chrome, page  # noqa: F401 (fixtures)
 from tests.factories import CONFIGS, UserFactory
@@ -192,34 +192,6 @@ def test_a_task_agent_gets_a_form_of_its_inputs_whose_errors_show_at_the_field(
 
 
 @BROWSER
-def test_an_input_guardrail_block_is_shown_with_what_it_found_and_the_match_marked(
-    page: Page, invoker: Any, make_agent: Any
-) -> None:
-    config = {**CALCULATOR["config"], "guardrails": ["HAIP-Prompt_attack-Medium"]}
-    guarded = make_agent("guarded", "tool", config=config)
-    page.login(invoker)
-    page.open(playground(guarded))
-
-    send(page, ATTACK)
-
-    done = answer(page, 1)
-    notice = done.find_element(By.CSS_SELECTOR, ".pg-guardrail")
-    assert "Blocked by HAIP-Prompt_attack-Medium at the input stage" in notice.text
-    found = notice.find_element(By.CSS_SELECTOR, ".pg-guardrail-found").text
-    assert found == "Detected: instruction override · score 1.00 · detector: rules"
-    quoted = notice.find_element(By.CSS_SELECTOR, ".pg-guardrail-match mark").text
-    assert quoted == "Ignore all previous instructions"
-    # The same words are marked in the question they were found in.
-    marked = page.find(".pg-user mark").text
-    assert marked == quoted
-    assert page.find(".pg-user").text == ATTACK
-    assert "pg-blocked" in classes(done)
-    assert done.find_element(By.CSS_SELECTOR, ".pg-text").text  # the guardrail's message
-    assert page.find_all(".pg-tool") == []
-    page.shot("guardrail-block")
-
-
-@BROWSER
 def test_a_provider_failure_shows_its_code_and_message_instead_of_an_answer(
     page: Page, invoker: Any, make_agent: Any, failing_openai: FakeOpenAI
 ) -> None:
@@ -241,31 +213,6 @@ def test_a_provider_failure_shows_its_code_and_message_instead_of_an_answer(
     assert done.find_element(By.CSS_SELECTOR, ".pg-text").text == ""
     assert done.find_elements(By.CSS_SELECTOR, ".pg-meta a.pg-run-link")
     page.shot("provider-error")
-
-
-@BROWSER
-def test_stop_ends_a_streaming_turn_canceled(
-    page: Page, invoker: Any, make_agent: Any, failing_openai: FakeOpenAI
-) -> None:
-    remote = make_agent("remote", "tool", config=REMOTE_CALCULATOR)
-    # Two deltas, then the model holds its stream open far longer than the test waits.
-    failing_openai.script(Turn(text=["Counting: ", "one, "], pause=0.05, hang=300))
-    page.login(invoker)
-    page.open(playground(remote))
-    assert not page.find("#playground-stop").is_displayed()  # nothing to stop
-
-    send(page, "Count slowly.")
-    page.wait_for(".pg-text", text="Counting: one,")
-    page.find("#playground-stop").click()
-
-    done = answer(page, 1)
-    assert "pg-error" in classes(done)
-    assert done.find_element(By.CSS_SELECTOR, ".pg-error-text").text.startswith("canceled: ")
-    run = Run.objects.get(pk=done.get_attribute("data-run-id"))
-    assert (run.protocol, run.status) == ("playground", "canceled")
-    assert run.cancel_requested_at is not None  # by the Stop's cancel, not a hang-up
-    assert not page.find("#playground-stop").is_displayed()
-    assert failing_openai.disconnected.wait(30), "the model call was not abandoned"
 
 
 def compared(page: Page, number: int) -> list[WebElement]:
@@ -401,3 +348,149 @@ def test_a_call_that_needs_approval_waits_for_the_buttons_and_the_same_run_goes_
     assert "rejected by invoker" in told["content"]
     assert "Not now." in told["content"]
     page.shot("approval-rejected")
+
+
+def draft_typed(page: Page, config: dict[str, Any]) -> None:
+    """The draft box holding `config`, as if pasted (typing a config key by key is slow)."""
+    box = page.find("#playground-draft-config")
+    typed = json.dumps(config, indent=2)
+    page.driver.execute_script("arguments[0].value = arguments[1]", box, typed)
+
+
+def focused(page: Page) -> str:
+    return page.driver.switch_to.active_element.get_attribute("id") or ""
+
+
+@BROWSER
+def test_the_daily_loop_stop_copy_guardrail_notice_draft_compare_and_going_on(
+    page: Page, invoker: Any, make_agent: Any, failing_openai: FakeOpenAI, admin_user: Any
+) -> None:
+    config = {**REMOTE_CALCULATOR, "guardrails": ["HAIP-Prompt_attack-Medium"]}
+    agent = make_agent("remote", "tool", config=config)
+    # Two deltas, then the model holds its stream open far longer than the test waits.
+    failing_openai.script(Turn(text=["Counting: ", "one, "], pause=0.05, hang=300))
+    page.login(invoker)
+    page.open(playground(agent))
+    assert not page.find("#playground-stop").is_displayed()  # nothing to stop
+    assert page.find("label[for=playground-message]").get_attribute("textContent") == "Message"
+
+    # Stop: the run ends canceled, and what had streamed stays, marked partial.
+    send(page, "Count slowly.")
+    assert focused(page) == "playground-message"  # the next message can be typed at once
+    page.wait_for(".pg-text", text="Counting: one,")
+    page.find("#playground-stop").click()
+    stopped = answer(page, 1)
+    assert "pg-stopped" in classes(stopped)
+    assert "pg-error" not in classes(stopped)
+    assert stopped.find_element(By.CSS_SELECTOR, ".pg-text").text.strip() == "Counting: one,"
+    said = stopped.find_element(By.CSS_SELECTOR, ".pg-stopped-text").text
+    assert said == "Stopped: the answer above is partial."
+    run = Run.objects.get(pk=stopped.get_attribute("data-run-id"))
+    assert (run.protocol, run.status) == ("playground", "canceled")
+    assert run.cancel_requested_at is not None  # by the Stop's cancel, not a hang-up
+    assert not page.find("#playground-stop").is_displayed()
+    assert failing_openai.disconnected.wait(30), "the model call was not abandoned"
+
+    # Copy: the partial answer to the clipboard, confirmed where the button is.
+    stopped.find_element(By.CSS_SELECTOR, ".pg-copy").click()
+    page.wait_for(".pg-copy-said", text="Copied")
+    box = page.find("#playground-message")
+    box.send_keys(Keys.CONTROL, "v")
+    assert box.get_attribute("value") == "Counting: one, "
+    box.clear()
+
+    # A guardrail block is a notice naming the guardrail and what it matched.
+    send(page, ATTACK)
+    blocked = answer(page, 2)
+    notice = blocked.find_element(By.CSS_SELECTOR, ".pg-guardrail[role=note]")
+    assert "Blocked by HAIP-Prompt_attack-Medium at the input stage" in notice.text
+    found = notice.find_element(By.CSS_SELECTOR, ".pg-guardrail-found").text
+    assert found == "Detected: instruction override · score 1.00 · detector: rules"
+    quoted = notice.find_element(By.CSS_SELECTOR, ".pg-guardrail-match mark").text
+    assert quoted == "Ignore all previous instructions"
+    assert page.find_all(".pg-user")[1].find_element(By.TAG_NAME, "mark").text == quoted
+    assert page.find_all(".pg-user")[1].text == ATTACK
+    user_bg = page.find(".pg-user").value_of_css_property("background-color")
+    assert blocked.value_of_css_property("background-color") != user_bg  # not a bubble of yours
+    assert blocked.value_of_css_property("border-left-width") == "4px"
+    assert blocked.find_element(By.CSS_SELECTOR, ".pg-text").text  # the guardrail's message
+    page.shot("guardrail-block")
+
+    # Try without saving: the latest config to edit; a bad draft is refused at its path.
+    page.find("#playground-try-draft").click()
+    assert page.find("#playground-try-draft").get_attribute("aria-expanded") == "true"
+    stored = agent.versions.get().config_shown
+    assert json.loads(page.find("#playground-draft-config").get_attribute("value")) == stored
+    assert focused(page) == "playground-draft-config"
+    draft_typed(page, {**stored, "llmModelId": "no/such-model"})
+    send(page, "What is 3x5?")
+    refused = answer(page, 1)
+    assert "pg-error" in classes(refused)
+    error = page.wait_for("#playground-draft-errors li").text
+    assert error.startswith("body.draft.llmModelId: unknown model 'no/such-model'")
+    assert page.find("#playground-draft-config").get_attribute("aria-invalid") == "true"
+    prompt = "You are the draft. Answer in words."
+    draft_typed(page, {**stored, "systemPrompt": prompt})
+    failing_openai.script(Turn(text=["Fifteen, ", "says the draft."]))
+    send(page, "What is 3x5?")
+    drafted = answer(page, 2)
+    assert drafted.find_element(By.CSS_SELECTOR, ".pg-draft-badge").text  # shown in capitals
+    assert drafted.find_element(By.CSS_SELECTOR, ".pg-text").text == "Fifteen, says the draft."
+    assert "remote@draft (from 1)" in drafted.find_element(By.CSS_SELECTOR, ".pg-meta").text
+    assert page.find_all("#playground-draft-errors li") == []
+    assert failing_openai.bodies[-1]["messages"][0]["content"] == prompt
+    draft_run = Run.objects.get(pk=drafted.get_attribute("data-run-id"))
+    assert draft_run.draft_config is not None
+    assert draft_run.draft_config["systemPrompt"] == prompt
+    assert AgentVersion.objects.filter(agent=agent).count() == 1  # nothing was saved
+
+    # Compare the draft with version 1: two columns, each streamed, each its own run.
+    Select(page.find("#playground-compare")).select_by_value("1")
+    failing_openai.fallback = Turn(text=["Fifteen."])
+    send(page, "What is 3x5?")
+    draft_side, saved_side = compared(page, 1)
+    label = draft_side.find_element(By.CSS_SELECTOR, ".pg-version").text
+    assert label == "draft (unsaved, from latest)"
+    assert saved_side.find_element(By.CSS_SELECTOR, ".pg-version").text == "v1"
+    assert draft_side.find_elements(By.CSS_SELECTOR, ".pg-draft-badge")
+    assert not saved_side.find_elements(By.CSS_SELECTOR, ".pg-draft-badge")
+    both = Run.objects.filter(
+        pk__in=[a.get_attribute("data-run-id") for a in (draft_side, saved_side)]
+    )
+    assert sorted(r.draft_config is not None for r in both) == [False, True]
+    page.shot("playground")
+
+    # Open the draft's run again: its thread shown, and the next message goes on in it.
+    page.open(playground(agent) + f"?run={draft_run.pk}")
+    page.wait_for(".pg-opened-note", text=f"Continuing thread {draft_run.thread_id}")
+    assert page.find(".pg-user").text == "What is 3x5?"
+    assert page.find(".pg-answer .pg-text").text == "Fifteen, says the draft."
+    send(page, "And 7 times 6?")
+    answer(page, 2)
+    latest = Run.objects.filter(caller=invoker).latest("started_at")
+    assert latest.thread_id == draft_run.thread_id
+    assert [m["content"] for m in failing_openai.bodies[-1]["messages"] if m["role"] == "user"] == [
+        "What is 3x5?",
+        "And 7 times 6?",
+    ]
+
+    # From the agent's editor: the config as edited there, run as a draft in a new tab.
+    page.reset()
+    page.login(admin_user)
+    page.open(reverse("admin:agents_agent_change", args=[agent.pk]))
+    field = page.find("#id_config")  # the editor writes what is typed to it
+    edited = {**stored, "systemPrompt": "Edited, not saved."}
+    page.driver.execute_script("arguments[0].value = arguments[1]", field, json.dumps(edited))
+    editor = page.driver.current_window_handle
+    page.find("a.playground-draft-link").click()
+    page.wait_until(lambda: len(page.driver.window_handles) == 2, "the playground's tab")
+    page.driver.switch_to.window(page.driver.window_handles[-1])
+    try:
+        page.wait_for("#playground-draft")
+        handed = json.loads(page.find("#playground-draft-config").get_attribute("value") or "")
+        assert handed == edited
+        assert page.find("#playground-try-draft").get_attribute("aria-expanded") == "true"
+    finally:
+        page.driver.close()
+        page.driver.switch_to.window(editor)
+    assert AgentVersion.objects.filter(agent=agent).count() == 1
