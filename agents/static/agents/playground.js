@@ -185,6 +185,7 @@
     // record says it (the run's draft_config).
     markDraft() {
       this.answer.classList.add("pg-draft");
+      if (this.answer.querySelector(".pg-version")) return; // a compared column's label says so
       this.answer.prepend(el("div", { class: "pg-draft-badge", text: "Draft (unsaved config)" }));
     }
 
@@ -602,6 +603,8 @@
     draftPanel.hidden = false;
     draftButton.setAttribute("aria-expanded", "true");
     draftButton.textContent = "Stop trying the draft";
+    draftBox.setSelectionRange(0, 0); // its start in view: the model and the prompt
+    draftBox.scrollTop = 0;
     showDraftErrors([]);
     newConversation(`New conversation: a draft (unsaved, from ${versionSelect.options[versionSelect.selectedIndex].textContent}) answers.`);
     draftBox.focus();
