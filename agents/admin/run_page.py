@@ -16,10 +16,12 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from agentbuilder.users import request_user
 from agents.admin.conversation import UsageRow, chat, hits, usage_rows
 from agents.admin.timeline import timeline
 from agents.admin.usage import dollars
 from agents.models import RUN_ENDED, Run
+from agents.protocols.playground.links import playground_run_url
 from retrieval.selectors import chunk_snippets, document_titles
 
 PREVIEW = 80  # characters of a run's input in the runs list
@@ -116,6 +118,8 @@ def thread_page(site: AdminSite, request: HttpRequest, runs: QuerySet[Run]) -> T
         "thread_id": thread_id,
         "thread_caller": turns[0].caller,
         "runs_url": reverse("admin:agents_run_changelist") + "?" + urlencode(listed),
+        # Going on with it: the playground of its last turn's agent, the thread opened.
+        "playground_url": playground_run_url(user=request_user(request), run=turns[-1]),
         "turns": [
             {
                 "run": run,

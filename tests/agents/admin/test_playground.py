@@ -455,6 +455,10 @@ def test_a_runs_page_links_to_the_playground_with_the_run_opened_for_invokers_on
     link = f"{page_url(calculator)}?run={got[0]['runId']}"
 
     assert f'href="{link}"'.encode() in browser(admin_user).get(run_page).content
+    thread_page = reverse("admin:agents_run_thread") + f"?thread=t-1&caller={admin_user.pk}"
+    thread = browser(admin_user).get(thread_page)
+    assert thread.status_code == 200
+    assert f'<a href="{link}" id="thread-playground-link">'.encode() in thread.content
     assert opened(browser(admin_user), calculator, "?" + link.split("?")[1])["continues"]
     calculator.deleted_at = timezone.now()
     calculator.save(update_fields=["deleted_at"])
