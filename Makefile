@@ -41,8 +41,9 @@ setup: $(VENV)/.installed
 # stands in front of this server, so a caller's X-Forwarded-For must not become its address.
 # On SIGTERM the live runs have SHUTDOWN_GRACE_SECONDS to finish, then end `interrupted`
 # (agentbuilder.shutdown); uvicorn's own limit, 5 s later, cuts what else still streams.
-# The HTTP protocol is uvicorn's h11 one, but a connection accepted just before the signal
-# still has its request answered (agentbuilder.serving).
+# uvloop's event loop and httptools' parser (less CPU a call than asyncio and h11: bench/peers.py
+# --stack); the HTTP protocol is uvicorn's httptools one, but a connection accepted just before
+# the signal still has its request answered (agentbuilder.serving).
 run: setup
 	@echo ""
 	@echo "  agentbuilder on http://localhost:$(PORT)"
@@ -52,7 +53,8 @@ run: setup
 	@echo ""
 	exec $(BIN)/python -m uvicorn agentbuilder.asgi:application --lifespan on \
 		--timeout-graceful-shutdown $$(( $${SHUTDOWN_GRACE_SECONDS:-30} + 5 )) \
-		--http agentbuilder.serving:HTTPProtocol --no-proxy-headers --host $(HOST) --port $(PORT)
+		--loop uvloop --http agentbuilder.serving:HttpToolsProtocol \
+		--no-proxy-headers --host $(HOST) --port $(PORT)
 
 # The A2A JavaScript SDK the suite runs with Node (tests/agents/protocols/a2a/test_js_sdk.py),
 # from npm at the version package-lock.json pins; again only when that file changes.

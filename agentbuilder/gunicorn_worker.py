@@ -1,5 +1,6 @@
 """The image's gunicorn worker (docker/Dockerfile, `-k agentbuilder.gunicorn_worker.Worker`):
-uvicorn_worker's, speaking HTTP with agentbuilder.serving's protocol, as `make run` does.
+uvicorn_worker's, on uvloop, speaking HTTP with agentbuilder.serving's httptools protocol,
+as `make run` does.
 Only the image installs uvicorn-worker (docker/requirements-deploy.txt)."""
 
 from __future__ import annotations
@@ -12,5 +13,6 @@ from uvicorn_worker import UvicornWorker
 class Worker(UvicornWorker):
     CONFIG_KWARGS: ClassVar[dict[str, Any]] = {
         **UvicornWorker.CONFIG_KWARGS,
-        "http": "agentbuilder.serving:HTTPProtocol",
+        "loop": "uvloop",
+        "http": "agentbuilder.serving:HttpToolsProtocol",
     }

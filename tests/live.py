@@ -170,7 +170,7 @@ class ServerProcess:
                     sys.executable,
                     *("-m", "uvicorn", "agentbuilder.asgi:application", *where),
                     *("--lifespan", "on", "--no-access-log", "--log-level", "warning"),
-                    *("--http", "agentbuilder.serving:HTTPProtocol"),
+                    *("--loop", "uvloop", "--http", "agentbuilder.serving:HttpToolsProtocol"),
                     *uvicorn_args,
                 ],
                 pass_fds=() if listener is None else (listener.fileno(),),

@@ -155,5 +155,6 @@ def test_the_image_runs_gunicorn_with_the_worker_class_of_a_package_it_installs(
     assert worker[1] == "agentbuilder.gunicorn_worker.Worker"
     module = (ROOT / "agentbuilder/gunicorn_worker.py").read_text()
     assert "from uvicorn_worker import UvicornWorker" in module
-    assert '"http": "agentbuilder.serving:HTTPProtocol"' in module
+    assert '"http": "agentbuilder.serving:HttpToolsProtocol"' in module
+    assert '"loop": "uvloop"' in module
     assert {"gunicorn", "uvicorn-worker"} <= pinned.keys()
