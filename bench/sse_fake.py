@@ -6,7 +6,8 @@ other's pauses down. This one speaks the same wire format (`POST /v1/chat/comple
 `stream: true`, `data: {chunk}` … `data: [DONE]` with `include_usage`) to any number of
 clients. Every answer is the same text, so a client can check order and loss: numbered
 deltas (`<00>` … `<49>`), or with `--prose` the 2,000 characters of English prose in
-PROSE, one word a delta (with its leading space, as a model's tokens come).
+PROSE, one word a delta (with its leading space, as a model's tokens come). A call with
+`stream: false` gets the same text as one `chat.completion` (JSON, at once).
 
     python bench/sse_fake.py [--deltas 50] [--pause 0.04] [--prose] [--record] [--stamp]
 
@@ -125,6 +126,23 @@ class Fake:
             sse("[DONE]"),
         ]
 
+    def completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The whole answer at once, for `stream: false`: the deltas' text in one message."""
+        usage = {"prompt_tokens": 11, "completion_tokens": self.deltas}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        message = {"role": "assistant", "content": "".join(self.texts), "refusal": None}
+        return {
+            "id": f"chatcmpl-bench-{self.calls}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", ""),
+            "system_fingerprint": None,
+            "choices": [
+                {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}
+            ],
+            "usage": usage,
+        }
+
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
@@ -153,8 +171,12 @@ class Fake:
             _send_json(writer, 200, {"calls": self.sent})
             return
         body = json.loads(raw) if raw else {}
-        if method != "POST" or not target.endswith("/chat/completions") or not body.get("stream"):
-            _send_json(writer, 400, {"error": {"message": "streamed chat completions only"}})
+        if method != "POST" or not target.endswith("/chat/completions"):
+            _send_json(writer, 400, {"error": {"message": "chat completions only"}})
+            return
+        if not body.get("stream"):
+            self.calls += 1
+            _send_json(writer, 200, self.completion(body))
             return
         self.calls += 1
         self.open += 1

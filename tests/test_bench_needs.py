@@ -21,6 +21,7 @@ BENCHMARKS = (
     "invoke_overhead.py",
     "metrics_cost.py",
     "oauth_tokens.py",
+    "peers.py",
     "otel_export.py",
     "protocols_overhead.py",
     "prune.py",
