@@ -71,9 +71,11 @@ def add_version(client: APIClient, agent: Agent, config: Any) -> Any:
 
 
 def stored_config(client: APIClient, agent_id: str) -> dict[str, Any]:
+    """The config runs read: validated, defaults filled in. The API echoes the config as it
+    was written (tests/agents/test_smoke_api.py), so this one is read from its row."""
     answer = client.get(f"/v1/agents/{agent_id}/versions/latest")
     assert answer.status_code == 200, answer.json()
-    return answer.json()["version"]["config"]
+    return AgentVersion.objects.get(pk=answer.json()["version"]["id"]).config
 
 
 def assert_refused(response: Any, loc: list[str | int], msg: str) -> None:
@@ -615,6 +617,9 @@ def test_snake_case_keys_are_accepted_and_stored_camel_case(owner_client: APICli
     # Keys inside a user's JSON Schema are never renamed.
     assert stored["tools"][1]["outputSchema"]["properties"] == {"the_sum": {"type": "number"}}
     assert not [key for key in _keys_outside_schemas(stored) if "_" in key]
+    # What people read is what they wrote, snake_case included.
+    echoed = owner_client.get(f"/v1/agents/{response.json()['id']}/versions/latest").json()
+    assert echoed["version"]["config"] == config
 
 
 def _keys_outside_schemas(node: Any) -> list[str]:
