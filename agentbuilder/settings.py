@@ -421,6 +421,13 @@ os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR
 # ---------------------------------------------------------------- LLM
 
 LLM_OFFLINE = env.bool("LLM_OFFLINE", default=False)
+# The catalog model the dev set-up's sample agents use (`make run`, agents.examples). Empty:
+# the one the configured provider serves: with only OPENAI_* set, openai/<the first of
+# OPENAI_MODELS> (else openai/gpt-4o-mini); otherwise the samples' own Bedrock ids.
+DEFAULT_MODEL = env.str("DEFAULT_MODEL", default="")
+# Names an OpenAI-compatible server serves (Ollama's llama3.2 …): the dev set-up adds each
+# to the catalog as openai/<name>, as `manage.py models add` does anywhere.
+OPENAI_MODELS = env.list("OPENAI_MODELS", default=[])
 
 # ---------------------------------------------------------------- MCP
 

@@ -1,8 +1,14 @@
-"""The source document's example agents, created by the dev set-up (`make run`)."""
+"""The source document's example agents, created by the dev set-up (`make run`), and the
+model they run on there."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+from django.conf import settings
+
+from agentbuilder.openai_profile import openai_profile
 
 CALCULATOR: dict[str, Any] = {
     "name": "Calculator",
@@ -125,3 +131,42 @@ DEV_CALCULATOR: dict[str, Any] = {
     },
 }
 DEV_EXAMPLES = [DEV_CALCULATOR, PERSON_EXTRACTOR]
+
+
+OPENAI_SAMPLE_MODEL = "openai/gpt-4o-mini"
+OPENAI_PREFIX = "openai/"
+# What says AWS is meant: a region or credentials named (a profile, keys, a Bedrock endpoint).
+AWS_VARIABLES = (
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_PROFILE",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+)
+
+
+def openai_model_id(name: str) -> str:
+    """The catalog id of a model an OpenAI-compatible server calls `name`."""
+    return name if name.startswith(OPENAI_PREFIX) else f"{OPENAI_PREFIX}{name}"
+
+
+def sample_model() -> str | None:
+    """The model the samples run on, None for each its own (Bedrock) id: DEFAULT_MODEL if
+    set; under LLM_OFFLINE their own (the offline model answers every id); with OPENAI_*
+    set and no AWS setting, the OpenAI-compatible server's first OPENAI_MODELS entry (else
+    gpt-4o-mini), since their Bedrock ids would fail for want of a region."""
+    if settings.DEFAULT_MODEL:
+        return str(settings.DEFAULT_MODEL)
+    if settings.LLM_OFFLINE or not any(openai_profile()):
+        return None
+    if any(os.environ.get(name) for name in AWS_VARIABLES):
+        return None
+    models = settings.OPENAI_MODELS
+    return openai_model_id(models[0]) if models else OPENAI_SAMPLE_MODEL
+
+
+def with_model(example: dict[str, Any], model: str | None) -> dict[str, Any]:
+    """`example` with its config on `model` (None: as it is)."""
+    if model is None:
+        return example
+    return {**example, "config": {**example["config"], "llmModelId": model}}

@@ -27,6 +27,7 @@ from agents.runtime import depth
 SPEC_OPERATIONS = [
     ("post", "/v1/auth/token"),
     ("get", "/v1/environments"),
+    ("post", "/v1/environments"),
     ("get", "/v1/agents/types"),
     ("get", "/v1/agents"),
     ("post", "/v1/agents"),
@@ -342,6 +343,7 @@ UPSTREAM = [
     "/v1/runs/{runId}/approvals",  # the last decision resumes the run: it calls the model
 ]
 CONFLICTS = [
+    ("post", "/v1/environments"),  # a taken name
     ("post", "/v1/agents"),
     ("patch", "/v1/agents/{agentId}"),
     ("post", "/v1/agents/{agentId}/versions"),

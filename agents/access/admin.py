@@ -26,6 +26,7 @@ from agents.access.api_clients import (
     api_client_secret_rotate,
     api_client_update,
 )
+from agents.access.environments import environment_create
 from agents.access.permissions import Action, environments_visible, environments_with
 from agents.admin.forms import ServiceForm
 from agents.models import (
@@ -42,6 +43,22 @@ from agents.webhooks.admin import rotate_webhook_secret
 admin.site.login_template = "admin/agents/login.html"
 
 
+class EnvironmentAddForm(ServiceForm):
+    """A new environment, through the service the API uses: the same rules, the audit log."""
+
+    name = forms.CharField(max_length=100, help_text="Letters, digits, '-', '_', '.'")
+    description = forms.CharField(max_length=200, required=False)
+
+    class Meta:
+        model = Environment
+        exclude = model_fields(Environment)
+
+    def apply(self, data: dict[str, Any]) -> Environment:
+        return environment_create(
+            user=self.user, name=data["name"], description=data["description"]
+        )
+
+
 @admin.register(Environment)
 class EnvironmentAdmin(  # type: ignore[misc]
     AuditedPermissionsAdminMixin, ReinforcedGuardedModelAdminMixin, GuardedModelAdmin
@@ -50,6 +67,22 @@ class EnvironmentAdmin(  # type: ignore[misc]
     search_fields = ("name", "description")
     fields = ("name", "description")
     actions = (rotate_webhook_secret,)
+
+    def get_form(
+        self,
+        request: HttpRequest,
+        obj: Environment | None = None,
+        change: bool = False,
+        **kwargs: Any,
+    ) -> type[forms.ModelForm]:
+        if obj is None:
+            kwargs["form"] = EnvironmentAddForm
+        return form_for_user(super().get_form(request, obj, change=change, **kwargs), request)
+
+    def save_model(self, request: HttpRequest, obj: Environment, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+        # Added: the form's service call created it already.
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Environment]:
         envs = super().get_queryset(request)

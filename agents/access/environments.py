@@ -6,16 +6,24 @@ belong to one, and a permission held on it holds for everything in it
 
 from __future__ import annotations
 
+import re
 import uuid
 
+from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
-from agentbuilder.errors import NotFound
+from agentbuilder.db import unique_violation
+from agentbuilder.errors import Conflict, ErrorItem, Invalid, NotFound, PermissionDenied
 from agentbuilder.users import User
-from agents.access.permissions import environments_visible
-from agents.models import Environment
+from agents.access.grants import permission_grant
+from agents.access.permissions import Action, environments_visible
+from agents.audit.services import audit_record, created, snapshot
+from agents.models import NAME_PATTERN, Environment
 
 DEFAULT_ENVIRONMENT = "default"
+# Creating an environment is the catalog-wide permission the admin's "add" asks for too.
+CREATE_PERMISSION = "agents.add_environment"
+NAME_CONSTRAINT = "environment_name_ci_unique"
 
 
 def environment_resolve(*, user: User, claim: str | None, header: str | None) -> Environment:
@@ -67,3 +75,56 @@ def environment_public(*, reference: str | None) -> Environment:
             raise NotFound(f"Environment '{reference.strip()}' not found.")
         return env
     return _default()
+
+
+@transaction.atomic
+def environment_create(*, user: User, name: str, description: str = "") -> Environment:
+    """A new environment. Its creator, unless a superuser, is granted every action on it, or
+    it could not see what it made. Raises PermissionDenied, Invalid or Conflict."""
+    if not user.has_perm(CREATE_PERMISSION):
+        raise PermissionDenied(
+            f"Creating an environment needs the permission '{CREATE_PERMISSION}'."
+        )
+    _check(name, description)
+    env = Environment(name=name, description=description)
+    try:
+        with transaction.atomic():
+            env.save()
+    except IntegrityError as exc:
+        if unique_violation(exc, NAME_CONSTRAINT):
+            raise Conflict(f"Environment '{name}' already exists.") from None
+        raise
+    audit_record(
+        user=user,
+        action="create",
+        obj=env,
+        environment=env,
+        changes=created(snapshot(env, ("name", "description"))),
+    )
+    if not user.is_superuser:
+        for action in Action:
+            permission_grant(user=user, holder=user, codename=action.value, target=env)
+    return env
+
+
+def _check(name: str, description: str) -> None:
+    errors = []
+    if not re.fullmatch(NAME_PATTERN, name):
+        errors.append(
+            ErrorItem(("body", "name"), "1 to 100 characters: letters, digits, '-', '_' and '.'")
+        )
+    elif _is_uuid(name):
+        # X-Environment takes a name or an id: a name that reads as an id would never be found.
+        errors.append(ErrorItem(("body", "name"), "must not be a UUID (ids name environments)"))
+    if len(description) > 200:
+        errors.append(ErrorItem(("body", "description"), "at most 200 characters"))
+    if errors:
+        raise Invalid(errors)
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
+from agentbuilder.api.errors import ErrorBody
 from agentbuilder.api.openapi import query_parameters
 from agentbuilder.api.pagination import PageQuery, page_of, paginate
 from agentbuilder.api.views import ApiRequest, ApiView, render
-from agents.access.environments import environment_list
+from agents.access.environments import environment_create, environment_list
 from agents.api import schemas as s
 from agents.api.views import PAGE
 from agents.models import AgentType
@@ -25,6 +26,8 @@ AGENT_TYPE_DESCRIPTIONS = {
 
 
 class EnvironmentListView(ApiView):
+    conflicts = True  # a taken name
+
     @extend_schema(
         operation_id="environments_list",
         parameters=PAGE,
@@ -38,6 +41,22 @@ class EnvironmentListView(ApiView):
                 environments=[s.EnvironmentOut.of(e) for e in items], pagination=pagination
             )
         )
+
+    @extend_schema(
+        operation_id="environments_create",
+        request=s.EnvironmentCreate,
+        responses={
+            201: s.EnvironmentOut,
+            403: OpenApiResponse(
+                ErrorBody, description="The caller lacks `agents.add_environment`."
+            ),
+        },
+        tags=["environments"],
+    )
+    def post(self, request: ApiRequest) -> Response:
+        body = self.body(s.EnvironmentCreate)
+        env = environment_create(user=request.user, name=body.name, description=body.description)
+        return render(s.EnvironmentOut.of(env), status=201)
 
 
 class AgentTypeListView(ApiView):

@@ -105,6 +105,11 @@ class AgentListQuery(PageQuery):
     name: str | None = Field(None, max_length=100)
 
 
+class EnvironmentCreate(CamelModel):
+    name: str = Field(pattern=NAME_PATTERN, description=f"{NAME_RULE} Not a UUID.")
+    description: str = Field("", max_length=200)
+
+
 class ModelListQuery(PageQuery):
     agent_type: AgentTypeName | None = None
 

@@ -10,13 +10,19 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
-from agentbuilder.errors import NotFound
+from agentbuilder.errors import Conflict, Invalid, NotFound, PermissionDenied
 from agentbuilder.users import User
-from agents.access.environments import DEFAULT_ENVIRONMENT, environment_resolve
+from agents.access.environments import (
+    DEFAULT_ENVIRONMENT,
+    environment_create,
+    environment_resolve,
+)
+from agents.audit.context import audit_origin
 from agents.config_files import ImportFailed, agents_export, agents_import
 from agents.management.commands import _eval, _import_promptfoo
-from agents.models import Environment
+from agents.models import AuditSurface, Environment
 
 
 class Command(BaseCommand):
@@ -43,6 +49,11 @@ class Command(BaseCommand):
             help="files, or directories of *.yaml",
         )
         load.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
+        load.add_argument(
+            "--create-environment",
+            action="store_true",
+            help="create the --environment if there is none of that name",
+        )
         promptfoo = _import_promptfoo.add_parser(actions)
         evaluate = _eval.add_parser(actions)
         for sub in (export, load, promptfoo, evaluate):
@@ -53,11 +64,18 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         user = _user(options["user"])
+        name = options["environment"]
         try:
-            env = environment_resolve(user=user, claim=None, header=options["environment"])
+            env = environment_resolve(user=user, claim=None, header=name)
         except NotFound as exc:
-            raise CommandError(exc.detail) from None
-        if options["action"] == "export":
+            if options["action"] != "import":
+                raise CommandError(exc.detail) from None
+            if not options["create_environment"]:
+                raise CommandError(f"{exc.detail} Add --create-environment to create it.") from None
+            env = None
+        if env is None:
+            self._import_creating(user, name, options["paths"], options["dry_run"])
+        elif options["action"] == "export":
             self._export(user, env, options["out"], options["all_versions"])
         elif options["action"] == _import_promptfoo.ACTION:
             _import_promptfoo.run(self, user, env, options)
@@ -65,6 +83,19 @@ class Command(BaseCommand):
             _eval.run(self, user, env, options)
         else:
             self._import(user, env, options["paths"], options["dry_run"])
+
+    def _import_creating(self, user: User, name: str, paths: list[Path], dry_run: bool) -> None:
+        """The environment and the import, all or nothing: a failed import leaves no empty
+        environment behind, and a dry run creates neither."""
+        with audit_origin(AuditSurface.IMPORT), transaction.atomic():
+            try:
+                env = environment_create(user=user, name=name)
+            except (Invalid, PermissionDenied, Conflict) as exc:
+                raise CommandError(f"cannot create environment '{name}': {exc}") from None
+            self.stdout.write(f"create environment {env.name}")
+            self._import(user, env, paths, dry_run)
+            if dry_run:
+                transaction.set_rollback(True)
 
     def _export(self, user: User, env: Environment, out: Path, all_versions: bool) -> None:
         files = agents_export(user=user, environment=env, all_versions=all_versions)

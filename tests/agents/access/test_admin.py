@@ -1,6 +1,7 @@
-"""The rate limits in the admin (agents.access.admin): an API client's on its own pages, a
-user's inline on Django's user page; what is no positive count up to 10^9 is refused at
-its field."""
+"""The admin of access (agents.access.admin): an environment added through the service the
+API uses (audited, its rules); the rate limits, an API client's on its own pages, a user's
+inline on Django's user page; what is no positive count up to 10^9 is refused at its
+field."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from agents.access.api_clients import api_client_create
-from agents.models import APIClient, Environment, UserLimits
+from agents.models import APIClient, AuditRecord, Environment, UserLimits
 from tests.support.admin import browser_post_data
 
 HOSTILE = ["0", "-1", "1000000001", "99999999999999999999999", "abc", "1.5", "1e3", " "]
@@ -32,6 +33,26 @@ def api_client(env: Environment) -> APIClient:
 def _change_client(site: Client, client: APIClient, **changes: Any) -> Any:
     url = reverse("admin:agents_apiclient_change", args=[client.pk])
     return site.post(url, browser_post_data(site.get(url), **changes))
+
+
+def test_an_environment_added_in_the_admin_is_in_the_audit_log(site: Client) -> None:
+    data = {"name": "staging", "description": "Before prod"}
+
+    response = site.post(reverse("admin:agents_environment_add"), data)
+
+    assert response.status_code == 302
+    env = Environment.objects.get(name="staging")
+    assert env.description == "Before prod"
+    record = AuditRecord.objects.get(object_type="environment", object_id=str(env.pk))
+    assert (record.action, record.surface) == ("create", "admin")
+
+
+def test_an_environment_name_the_api_refuses_is_refused_at_its_field(site: Client) -> None:
+    response = site.post(reverse("admin:agents_environment_add"), {"name": "has space"})
+
+    assert response.status_code == 200
+    assert "letters, digits" in str(response.context["adminform"].form.errors["name"])
+    assert not Environment.objects.filter(name="has space").exists()
 
 
 def test_an_api_client_is_minted_with_its_limits(site: Client, env: Environment):

@@ -1,5 +1,6 @@
-"""The model catalog's prices over the API (docs/api.md#catalogs): who may set them, what
-is refused at which path, and that a change prices the next run."""
+"""The catalogs over the API (docs/api.md#catalogs): environments created, by whom, and what
+is refused; the model catalog's prices: who may set them, what is refused at which path,
+and that a change prices the next run."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission
 
-from agents.models import LLMModel
+from agents.access.permissions import Action
+from agents.models import AuditRecord, Environment, LLMModel
 from tests.conftest import client_for
 
 MINI = "openai/gpt-4o-mini"
@@ -84,3 +86,92 @@ def test_an_unknown_model_is_a_404(admin_user: Any) -> None:
     answer = client_for(admin_user).patch("/v1/models/no/such:model", {}, format="json")
 
     assert answer.status_code == 404
+
+
+# ---------------------------------------------------------------- environments
+
+
+def test_a_superuser_creates_an_environment_and_it_is_listed_and_audited(
+    admin_user: Any,
+) -> None:
+    client = client_for(admin_user)
+
+    answer = client.post(
+        "/v1/environments", {"name": "staging", "description": "Before prod"}, format="json"
+    )
+
+    assert answer.status_code == 201, answer.json()
+    got = answer.json()
+    assert (got["name"], got["description"]) == ("staging", "Before prod")
+    assert got in client.get("/v1/environments").json()["environments"]
+    record = AuditRecord.objects.get(object_type="environment", object_id=got["id"])
+    assert (record.action, record.surface, str(record.environment_id)) == (
+        "create",
+        "api",
+        got["id"],
+    )
+    assert record.changes["name"] == {"from": None, "to": "staging"}
+    # The new environment is one a request can act in at once.
+    agents = client.get("/v1/agents", HTTP_X_ENVIRONMENT="staging")
+    assert agents.status_code == 200
+    assert agents.json()["agents"] == []
+
+
+def test_with_the_model_permission_a_user_creates_one_and_holds_every_action_on_it(
+    stranger: Any,
+) -> None:
+    stranger.user_permissions.add(Permission.objects.get(codename="add_environment"))
+    client = client_for(stranger)
+
+    answer = client.post("/v1/environments", {"name": "team-a"}, format="json")
+
+    assert answer.status_code == 201, answer.json()
+    env = Environment.objects.get(name="team-a")
+    assert {e["name"] for e in client.get("/v1/environments").json()["environments"]} == {"team-a"}
+    for action in Action:
+        assert stranger.has_perm(action.value, env), action
+    grants = AuditRecord.objects.filter(object_type="permission", environment=env)
+    assert grants.count() == len(Action)
+
+
+def test_a_user_without_the_permission_gets_403_and_nothing_is_made(owner: Any) -> None:
+    answer = client_for(owner).post("/v1/environments", {"name": "staging"}, format="json")
+
+    assert answer.status_code == 403
+    assert "agents.add_environment" in answer.json()["detail"]
+    assert not Environment.objects.filter(name="staging").exists()
+
+
+def test_a_taken_name_in_any_case_is_409_and_leaves_no_record(admin_user: Any, env: Any) -> None:
+    before = AuditRecord.objects.count()
+
+    answer = client_for(admin_user).post(
+        "/v1/environments", {"name": env.name.upper()}, format="json"
+    )
+
+    assert answer.status_code == 409
+    assert answer.json() == {"detail": f"Environment '{env.name.upper()}' already exists."}
+    assert AuditRecord.objects.count() == before
+
+
+@pytest.mark.parametrize(
+    ("body", "loc"),
+    [
+        ({}, ["body", "name"]),
+        ({"name": "has space"}, ["body", "name"]),
+        ({"name": "x" * 101}, ["body", "name"]),
+        ({"name": "4d2c3a0e-52d5-4a47-9d5b-3f8d1b0b7c11"}, ["body", "name"]),
+        ({"name": "ok", "description": "d" * 201}, ["body", "description"]),
+    ],
+    ids=["missing", "space", "long", "uuid", "long-description"],
+)
+def test_a_bad_environment_is_refused_at_its_field(
+    admin_user: Any, body: dict[str, Any], loc: list[str]
+) -> None:
+    count = Environment.objects.count()
+
+    answer = client_for(admin_user).post("/v1/environments", body, format="json")
+
+    assert answer.status_code == 400
+    assert [e["loc"] for e in answer.json()["detail"]] == [loc]
+    assert Environment.objects.count() == count
