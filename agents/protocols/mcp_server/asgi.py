@@ -73,10 +73,12 @@ from agents.protocols.mcp_server.request import Caller
 from agents.protocols.mcp_server.server import (
     CALLER_KEY,
     HANDLERS_KEY,
+    TRACE_KEY,
     cancel_requested,
     server,
 )
 from agents.runs.request import call_depth_of
+from agents.telemetry.context import HEADER, AsgiTrace
 
 PATH = "/v1/mcp"
 # RFC 9728's metadata of this protected resource (agents.access.oauth.views).
@@ -215,6 +217,14 @@ def scope_needed(message: object) -> str:
     return INVOKE if INVOKE in needed else READ
 
 
+def meta_traceparent(message: object) -> object:
+    """The message's `params._meta.traceparent` (the MCP semantic conventions' place for
+    the caller's span), if any."""
+    params = message.get("params") if isinstance(message, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("traceparent") if isinstance(meta, dict) else None
+
+
 def starts_run(message: object) -> bool:
     return isinstance(message, dict) and message.get("method") == "tools/call"
 
@@ -287,6 +297,10 @@ class McpEndpoint:
         # (unless an outer context, agentbuilder.request_threads, chose one already):
         # without one, every MCP call in the process would queue on a single thread.
         request = request_of(scope)
+        # Every answer's `traceparent`, as on Django's routes (its middleware never sees
+        # this endpoint's requests).
+        trace = AsgiTrace(request.headers.get(HEADER))
+        send = trace.answering(send)
         try:
             check_host_and_origin(request)
         except (DisallowedHost, exceptions.APIException) as exc:
@@ -305,6 +319,7 @@ class McpEndpoint:
                 return
             body, receive = await read_body(receive, max_body_bytes(PATH))
             message = parsed(body)
+            trace.carried(meta_traceparent(message))
             found = envelope_refusal(message)
             if found is not None:
                 await refuse_message(found, send)
@@ -323,7 +338,7 @@ class McpEndpoint:
             if cancel is not None:  # then the SDK acknowledges it, as any notification
                 await in_db(cancel_requested)(caller, cancel)
             handlers: set[asyncio.Task[Any]] = set()
-            scope = {**scope, CALLER_KEY: caller, HANDLERS_KEY: handlers}
+            scope = {**scope, CALLER_KEY: caller, HANDLERS_KEY: handlers, TRACE_KEY: trace.trace}
             await manager.handle_request(scope, receive, send)
             pending = {task for task in handlers if not task.done()}
             if pending:  # the client left; its handlers are recording their runs

@@ -69,11 +69,13 @@ from agents.selectors.agents import (
 from agents.selectors.runs import runs_live_by_client_request
 from agents.selectors.versions import latest_versions
 from agents.services.approvals import StillWaiting, approvals_decide, approvals_decide_by_id
+from agents.telemetry.context import RequestTrace, joined
 
 # Where agents.protocols.mcp_server.asgi puts the caller in the ASGI scope, and the set of
 # handler tasks it waits for before the request ends.
 CALLER_KEY = "agentbuilder.caller"
 HANDLERS_KEY = "agentbuilder.handlers"
+TRACE_KEY = "agentbuilder.trace"
 
 T = TypeVar("T")
 
@@ -94,6 +96,18 @@ def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
     if not isinstance(caller, Caller):  # only agents.protocols.mcp_server.asgi serves this server
         raise MCPError(INVALID_PARAMS, "no authenticated caller")
     return caller
+
+
+def trace_of(ctx: ServerRequestContext[Any, Any]) -> RequestTrace:
+    """The request's trace (agents.protocols.mcp_server.asgi read it), which the run it
+    starts joins: the handler runs in a task of the session manager, out of its context."""
+    request = ctx.request
+    trace = request.scope.get(TRACE_KEY) if request is not None else None
+    if not isinstance(
+        trace, RequestTrace
+    ):  # only agents.protocols.mcp_server.asgi serves this server
+        raise MCPError(INVALID_PARAMS, "no request trace")
+    return trace
 
 
 def _belongs_to_request(ctx: ServerRequestContext[Any, Any]) -> None:
@@ -124,9 +138,14 @@ async def call_tool(
 ) -> CallToolResult | InputRequiredResult:
     _belongs_to_request(ctx)
     try:
-        invocation, thread_id = await in_db(start)(
-            caller_of(ctx), params.name, params.arguments, ctx.request_id, params.input_responses
-        )
+        with joined(trace_of(ctx)):
+            invocation, thread_id = await in_db(start)(
+                caller_of(ctx),
+                params.name,
+                params.arguments,
+                ctx.request_id,
+                params.input_responses,
+            )
     except UnknownTool:
         # Not a run: the tool is unknown to this caller (the specification's protocol
         # error); the same words whether or not an agent of that name exists.

@@ -22,6 +22,7 @@ from django.test import override_settings
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agents.access.permissions import Action, grant
 from agents.examples import CALCULATOR
@@ -33,6 +34,14 @@ from tests.fakes.openai import FakeOpenAI
 from tests.fakes.server import Fail, Turn
 from tests.live import platform_port, server_process  # noqa: F401 (the fixture `port`)
 from tests.support.mcp_server import LIVE, bearer, connect, url
+from tests.support.telemetry import (  # noqa: F401 (the fixture `exported`)
+    PARENT_ID,
+    TRACE_ID,
+    TRACEPARENT,
+    by_name,
+    exported,
+    parent_of,
+)
 
 ERAS = pytest.mark.parametrize("era", ["handshake", "per-request"])
 
@@ -520,6 +529,50 @@ def test_only_post_is_served_the_server_offers_no_stream_of_its_own(
     assert response.status_code == 405
     assert response.headers["Allow"] == "POST"
     assert isinstance(json.loads(response.content)["detail"], str)
+
+
+# ---------------------------------------------------------------- trace context
+
+
+@LIVE
+def test_answers_carry_traceparent_and_the_run_continues_the_callers_trace(
+    port: int,
+    owner: Any,
+    calculator: Agent,
+    exported: InMemorySpanExporter,  # noqa: F811
+) -> None:
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "Calculator", "arguments": {"message": "What is 3 x 5?"}},
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    headers = {**bearer(owner), **accept, "traceparent": TRACEPARENT}
+    # The span of the MCP client's call, in `params._meta` as the MCP conventions say.
+    meta_trace, meta_span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    carried = {
+        **call,
+        "params": {**call["params"], "_meta": {"traceparent": (f"00-{meta_trace}-{meta_span}-01")}},
+    }
+
+    answer = httpx2.post(url(port), json=call, headers=headers, timeout=60)
+    in_meta = httpx2.post(url(port), json=carried, headers=headers, timeout=60)
+    refused = httpx2.post(url(port), json=call, headers={**accept, "traceparent": TRACEPARENT})
+
+    assert (answer.status_code, in_meta.status_code, refused.status_code) == (200, 200, 401)
+    runs = {run.trace_id: run for run in Run.objects.filter(protocol="mcp")}
+    assert set(runs) == {TRACE_ID, meta_trace}
+    roots = {f"{s.context.trace_id:032x}": s for s in by_name(exported)["invoke_agent Calculator"]}
+    # The header's trace, or the message's own when it has one; the answer names the run.
+    for response, trace, parent in (
+        (answer, TRACE_ID, PARENT_ID),
+        (in_meta, meta_trace, meta_span),
+    ):
+        root = roots[trace]
+        assert f"{parent_of(root):016x}" == parent
+        assert response.headers["traceparent"] == f"00-{trace}-{root.context.span_id:016x}-01"
+    assert refused.headers["traceparent"].startswith(f"00-{TRACE_ID}-")  # as on every route
 
 
 @LIVE
