@@ -575,7 +575,22 @@ OTEL_TRACE_URL_TEMPLATE = env.str("OTEL_TRACE_URL_TEMPLATE", default="")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Each line names its trace and span (agents.telemetry.logs): the run's, or the
+    # request's, whose answer's `traceparent` has the same ids.
+    "filters": {"trace_ids": {"()": "agents.telemetry.logs.TraceIds"}},
+    "formatters": {
+        "console": {
+            "format": "%(levelname)s [%(name)s] [trace_id=%(trace_id)s span_id=%(span_id)s] "
+            "%(message)s"
+        }
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["trace_ids"],
+            "formatter": "console",
+        }
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     # pgserver logs every process start and exit at INFO; httpx and httpx2 (the MCP and
     # OpenAI clients) every request, and the MCP SDK every session it opens and every

@@ -27,6 +27,7 @@ from agents.runtime.engine import run
 from agents.runtime.events import Event, ResponseFailed
 from agents.runtime.failures import FailureCode
 from agents.runtime.spec import Meter
+from agents.runtime.tracecontext import running
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -78,7 +79,11 @@ class RecordedEvents:
             if self._cancel_requested:  # asked between two events: stop where it yielded
                 await self._events.athrow(asyncio.CancelledError())
             self._waiting = task
-            return await self._events.__anext__()
+            token = running.set(self.invocation.trace)  # its log lines' trace
+            try:
+                return await self._events.__anext__()
+            finally:
+                running.reset(token)
         except asyncio.CancelledError:
             # Ours (run_cancel) unless someone else canceled the consumer as well.
             if self._cancel_requested and task is not None and task.uncancel() == 0:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 _HEADER = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?")
@@ -90,3 +91,9 @@ class RunTrace:
             None if parent is None else int(str(parent), 16),
             bool(sampled),
         )
+
+
+# The run whose work runs here: set while its events are made (agents.runs.stream), so log
+# lines logged by its work carry its trace (agents.telemetry.logs), wherever it runs (a
+# background worker serves no request).
+running: ContextVar[RunTrace | None] = ContextVar("running_run_trace", default=None)
