@@ -305,7 +305,7 @@ class Server:
         assert self.process is not None
         return self.process.pid
 
-    def start(self, timeout: float = 30.0) -> None:
+    def start(self, timeout: float = 120.0) -> None:  # a loaded 2-core machine: slow
         command = [
             sys.executable,
             "-m",

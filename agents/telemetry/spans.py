@@ -11,7 +11,6 @@ over OTLP/HTTP, and the run that made them never waits on the collector.
 
 from __future__ import annotations
 
-import contextvars
 import json
 import logging
 import os
@@ -22,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 
 from agents.llm.base import Message
@@ -39,7 +37,9 @@ from agents.runtime.trace import Step, cut
 from agents.runtime.tracecontext import RunTrace
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 logger = logging.getLogger(__name__)
 
@@ -76,36 +76,44 @@ class RunFacts:
     draft: bool = False  # an unsaved config ran in place of `version`'s (the playground's)
 
 
-# ---------------------------------------------------------------- the tracer
+# ---------------------------------------------------------------- the pipeline
+
+
+@dataclass(frozen=True)
+class _Pipeline:
+    """Where a run's spans go, and the resource and scope they name."""
+
+    processor: SpanProcessor
+    resource: Resource
+    scope: InstrumentationScope
+
 
 _lock = threading.Lock()
-_tracer: otel_trace.Tracer | None = None
+_pipeline: _Pipeline | None = None
 _configured = False
-# The ids the next span takes: a span's id was drawn when its step started (the SDK's
-# tracer draws its own, so the id generator hands it ours).
-_chosen: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar(
-    "chosen_span_ids", default=None
-)
+# The SDK caps a span's events at 128 by default; a run's spans keep to the same.
+MAX_EVENTS = 128
 
 
 def enabled() -> bool:
     """Whether runs export spans (OTEL_EXPORTER_OTLP_ENDPOINT set, or a test's processor)."""
     if not _configured:
         _configure()
-    return _tracer is not None
+    return _pipeline is not None
 
 
 def _configure() -> None:
-    global _configured, _tracer
+    global _configured, _pipeline
     with _lock:
         if _configured:
             return
         if settings.OTEL_EXPORTER_OTLP_ENDPOINT and not settings.OTEL_SDK_DISABLED:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+            from agents.telemetry.otlp import SpanExporter
+
             processor = BatchSpanProcessor(
-                OTLPSpanExporter(),
+                SpanExporter(),
                 # The SDK's defaults (a batch each 5 s, 2,048 queued) dropped spans at 100
                 # runs a second (bench/otel_export.py); OTEL_BSP_* set win over these.
                 max_queue_size=None if "OTEL_BSP_MAX_QUEUE_SIZE" in os.environ else 8192,
@@ -114,45 +122,39 @@ def _configure() -> None:
             provider = _provider(processor)
             # The global one too: the MCP SDK's client and server spans join the same export.
             otel_trace.set_tracer_provider(provider)
-            _tracer = provider.get_tracer(SCOPE)
+            _pipeline = _pipeline_of(processor, provider)
         _configured = True
 
 
 def _provider(processor: SpanProcessor) -> TracerProvider:
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
-
-    class StepIds(RandomIdGenerator):
-        """The ids `_chosen` holds, else random ones (the MCP SDK's spans)."""
-
-        def generate_span_id(self) -> int:
-            chosen = _chosen.get()
-            return chosen[1] if chosen else super().generate_span_id()
-
-        def generate_trace_id(self) -> int:
-            chosen = _chosen.get()
-            return chosen[0] if chosen else super().generate_trace_id()
 
     # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, when set, win over the default.
     resource = Resource.create()
     if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: "agentbuilder"}))
-    provider = TracerProvider(resource=resource, id_generator=StepIds())
+    provider = TracerProvider(resource=resource)
     provider.add_span_processor(processor)
     return provider
+
+
+def _pipeline_of(processor: SpanProcessor, provider: TracerProvider) -> _Pipeline:
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+    return _Pipeline(processor, provider.resource, InstrumentationScope(SCOPE))
 
 
 def use_processor(processor: SpanProcessor | None) -> TracerProvider | None:
     """Runs export to `processor` from now (tests: the SDK's in-memory exporter); None: as
     the settings say again. The provider made for it (None for None)."""
-    global _configured, _tracer
+    global _configured, _pipeline
     with _lock:
         if processor is None:
-            _configured, _tracer = False, None
+            _configured, _pipeline = False, None
             return None
         provider = _provider(processor)
-        _tracer, _configured = provider.get_tracer(SCOPE), True
+        _pipeline, _configured = _pipeline_of(processor, provider), True
         return provider
 
 
@@ -160,18 +162,51 @@ def use_processor(processor: SpanProcessor | None) -> TracerProvider | None:
 
 
 def export_run(facts: RunFacts, steps: Iterable[Step]) -> None:
-    """Hand the run's spans to the processor (a no-op when export is off)."""
+    """Hand the run's spans to the processor (a no-op when export is off).
+
+    The spans are made as the SDK's tracer ends them (ReadableSpan), not through it: the
+    tracer's sampler, attribute checks and lock cost a fifth of a millisecond a run
+    (bench/otel_export.py), for spans whose ids, times and attributes are all known here,
+    sampled (the caller's flag, checked here) and within the SDK's limits."""
     if not enabled():
         return
-    tracer = _tracer
-    assert tracer is not None
+    pipeline = _pipeline
+    assert pipeline is not None
     if not facts.trace.sampled:  # the caller's trace is not being recorded
         return
+    from opentelemetry.sdk.trace import Event, ReadableSpan
+
+    def span(
+        name: str,
+        span_id: int,
+        parent: otel_trace.SpanContext | None,
+        kind: otel_trace.SpanKind,
+        attributes: dict[str, Any],
+        events: Sequence[tuple[str, dict[str, Any], int]],
+        status: otel_trace.Status,
+        start_ns: int,
+        end_ns: int,
+    ) -> ReadableSpan:
+        return ReadableSpan(
+            name,
+            context=otel_trace.SpanContext(trace_id, span_id, False, SAMPLED),
+            parent=parent,
+            resource=pipeline.resource,
+            attributes=attributes,
+            events=[Event(*event) for event in events[:MAX_EVENTS]],
+            kind=kind,
+            instrumentation_scope=pipeline.scope,
+            status=status,
+            start_time=start_ns,
+            end_time=end_ns,
+        )
+
+    trace_id = facts.trace.trace_id
     content = bool(settings.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)
     steps = list(steps)
     withheld = _withheld_results(steps)
     events: dict[int | None, list[tuple[str, dict[str, Any], int]]] = {}
-    spans: list[tuple[Step, str, otel_trace.SpanKind, dict[str, Any]]] = []
+    shaped: list[tuple[Step, str, otel_trace.SpanKind, dict[str, Any]]] = []
     for step in steps:
         detail = step.reported
         parent = step.parent.span_id if step.parent is not None else None
@@ -179,36 +214,54 @@ def export_run(facts: RunFacts, steps: Iterable[Step]) -> None:
             event = _event(detail, content)
             events.setdefault(parent, []).append((*event, _start_ns(step)))
             continue
-        shaped = _span_of(facts, detail, content, withheld)
-        if shaped is not None:
-            spans.append((step, *shaped))
-    root = _root(tracer, facts, content, events.get(None, []), _blocked_input(steps))
-    for step, name, kind, attributes in spans:
+        found = _span_of(facts, detail, content, withheld)
+        if found is not None:
+            shaped.append((step, *found))
+    for step, name, kind, attributes in shaped:
         parent_id = step.parent.span_id if step.parent is not None else facts.trace.span_id
-        with _ids(facts.trace.trace_id, step.span_id):
-            span = tracer.start_span(
-                name,
-                context=_parent(facts.trace, parent_id, remote=False),
-                kind=kind,
-                attributes=attributes,
-                start_time=_start_ns(step),
-            )
-        for event_name, event_attributes, at in events.get(step.span_id, []):
-            span.add_event(event_name, event_attributes, at)
+        status = UNSET
         if step.status == "failed":
-            description = getattr(step.reported, "error", None)
-            span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, description))
-        span.end(_end_ns(step, facts.ended_ns))
-    root.end(facts.ended_ns)
+            status = otel_trace.Status(
+                otel_trace.StatusCode.ERROR, getattr(step.reported, "error", None)
+            )
+        start_ns = _start_ns(step)
+        pipeline.processor.on_end(
+            span(
+                name,
+                step.span_id,
+                otel_trace.SpanContext(trace_id, parent_id, False, SAMPLED),
+                kind,
+                attributes,
+                events.get(step.span_id, ()),
+                status,
+                start_ns,
+                _end_ns(step, facts.ended_ns),
+            )
+        )
+    caller = facts.trace.parent_id  # a root span when the run continues no caller's span
+    status = UNSET
+    if facts.status == "failed":
+        status = otel_trace.Status(otel_trace.StatusCode.ERROR, facts.error_message)
+    pipeline.processor.on_end(
+        span(
+            f"invoke_agent {facts.agent_name}",
+            facts.trace.span_id,
+            None if caller is None else otel_trace.SpanContext(trace_id, caller, True, SAMPLED),
+            otel_trace.SpanKind.INTERNAL,
+            _root_attributes(facts, content, _blocked_input(steps)),
+            events.get(None, ()),
+            status,
+            facts.started_ns,
+            facts.ended_ns,
+        )
+    )
 
 
-def _root(
-    tracer: otel_trace.Tracer,
-    facts: RunFacts,
-    content: bool,
-    events: Sequence[tuple[str, dict[str, Any], int]],
-    blocked_by: str | None,
-) -> otel_trace.Span:
+SAMPLED = otel_trace.TraceFlags(otel_trace.TraceFlags.SAMPLED)
+UNSET = otel_trace.Status(otel_trace.StatusCode.UNSET)
+
+
+def _root_attributes(facts: RunFacts, content: bool, blocked_by: str | None) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": facts.agent_name,
@@ -238,24 +291,7 @@ def _root(
             attributes["gen_ai.output.messages"] = _content(answer)
     if facts.error_code:
         attributes["error.type"] = facts.error_code
-    with _ids(facts.trace.trace_id, facts.trace.span_id):
-        parent = (
-            _parent(facts.trace, facts.trace.parent_id, remote=True)
-            if facts.trace.parent_id is not None
-            else otel_context.Context()  # a root: not whatever span is current here
-        )
-        span = tracer.start_span(
-            f"invoke_agent {facts.agent_name}",
-            context=parent,
-            kind=otel_trace.SpanKind.INTERNAL,
-            attributes=attributes,
-            start_time=facts.started_ns,
-        )
-    for name, event_attributes, at in events:
-        span.add_event(name, event_attributes, at)
-    if facts.status == "failed":
-        span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, facts.error_message))
-    return span
+    return attributes
 
 
 def _span_of(
@@ -382,27 +418,6 @@ def _input_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 def _content(value: Any) -> str:
     return cut(json.dumps(value, ensure_ascii=False), CONTENT_BYTES)
-
-
-class _ids:
-    """The next span the tracer starts takes these ids."""
-
-    def __init__(self, trace_id: int, span_id: int) -> None:
-        self.ids = (trace_id, span_id)
-
-    def __enter__(self) -> None:
-        self.token = _chosen.set(self.ids)
-
-    def __exit__(self, *_: object) -> None:
-        _chosen.reset(self.token)
-
-
-def _parent(trace: RunTrace, span_id: int, *, remote: bool) -> otel_context.Context:
-    flags = otel_trace.TraceFlags(otel_trace.TraceFlags.SAMPLED)
-    span = otel_trace.NonRecordingSpan(
-        otel_trace.SpanContext(trace.trace_id, span_id, remote, flags)
-    )
-    return otel_trace.set_span_in_context(span, otel_context.Context())
 
 
 def _start_ns(step: Step) -> int:
