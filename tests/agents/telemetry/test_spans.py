@@ -27,6 +27,7 @@ from agents.runtime.tracecontext import RunTrace, SpanRef
 from agents.telemetry import spans as exporting
 from agents.telemetry.spans import CONTENT_BYTES, RunFacts, export_run
 from tests.support.guardrails import ATTACK
+from tests.support.rag import VACATION, corpus, rag_agent  # noqa: F401 (the fixture `corpus`)
 from tests.support.telemetry import (  # noqa: F401 (the fixture `exported`)
     PARENT_ID,
     TRACE_ID,
@@ -299,3 +300,44 @@ def test_a_blocked_input_is_an_event_and_not_exported_as_content(
     output = json.loads(str(root.attributes["gen_ai.output.messages"]))
     run = Run.objects.get(pk=answer["X-Run-Id"])
     assert output[0]["parts"][0]["content"] == run.output["answer"]  # the guardrail's message
+
+
+@pytest.mark.django_db
+def test_a_rag_agents_search_is_a_retrieval_span_under_its_run(
+    owner_client: APIClient,
+    make_agent: Any,
+    corpus: Any,  # noqa: F811
+    env: Any,
+    exported: InMemorySpanExporter,  # noqa: F811
+    settings: Any,
+) -> None:
+    settings.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT = True
+    agent = rag_agent(make_agent)
+    url = f"/v1/agents/{agent.pk}/versions/latest/invoke"
+    department = "SELECT * FROM SysContent WHERE department = 'HR'"
+
+    answer = owner_client.post(
+        url, {**VACATION, "hxqlQuery": department}, "json", HTTP_TRACEPARENT=TRACEPARENT
+    )
+
+    assert answer.status_code == 200, answer.content
+    run = Run.objects.get(pk=answer["X-Run-Id"])
+    spans = by_name(exported)
+    (root,) = spans["invoke_agent document-helper"]
+    (search,) = spans[f"retrieval {env.name}"]
+    assert f"{parent_of(root):016x}" == PARENT_ID
+    assert search.context.trace_id == root.context.trace_id == int(TRACE_ID, 16)
+    assert parent_of(search) == root.context.span_id
+    step = next(s for s in run.steps if s["type"] == "retrieval")
+    assert search.attributes is not None
+    assert dict(search.attributes) == {
+        "gen_ai.operation.name": "retrieval",
+        "gen_ai.data_source.id": env.name,
+        "agentbuilder.retrieval.hits": len(step["hits"]),
+        "agentbuilder.retrieval.filter": department,
+        "gen_ai.retrieval.query.text": VACATION["messages"][0]["content"],
+    }
+    assert len(step["hits"]) == 1  # the handbook alone is HR's
+    assert search.start_time is not None
+    assert root.start_time is not None
+    assert root.start_time <= search.start_time
