@@ -305,7 +305,8 @@ class Server:
         assert self.process is not None
         return self.process.pid
 
-    def start(self, timeout: float = 120.0) -> None:  # a loaded 2-core machine: slow
+    # 30 s was too short for a start on the 2-core machine while other sessions load it.
+    def start(self, timeout: float = 120.0) -> None:
         command = [
             sys.executable,
             "-m",
