@@ -29,6 +29,7 @@ BENCHMARKS = (
     "stream_concurrency.py",
     "trace_cost.py",
     "trace_ui.py",
+    "whole_answers.py",
     "workers.py",
 )
 

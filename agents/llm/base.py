@@ -109,6 +109,11 @@ class ModelRequest:
     # The W3C `traceparent` of the model call's span: network providers send it as a header,
     # so a provider's (or a proxy's) own tracing joins the run's trace.
     traceparent: str | None = None
+    # False: nothing reads the text as it is made (docs/architecture.md#non-streamed-calls),
+    # so a network provider asks for one whole answer (Bedrock's Converse, chat completions
+    # with `stream: false`), which costs both sides less than a stream of deltas. The
+    # events are the same, the text in one TextChunk.
+    stream: bool = True
 
 
 @dataclass(frozen=True)
@@ -184,5 +189,6 @@ class ProviderError(Exception):
 
 class Provider(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        """Stream one model call; ends with exactly one Finished. Raises ProviderError."""
+        """Stream one model call (streamed or not upstream, as `request.stream` asks);
+        ends with exactly one Finished. Raises ProviderError."""
         ...

@@ -1,4 +1,5 @@
-"""Amazon Bedrock through boto3's ConverseStream.
+"""Amazon Bedrock through boto3's ConverseStream, or Converse for a call that asks for one
+answer (`ModelRequest.stream`).
 
 boto3 blocks, so each call runs in its own worker thread, which reads the event stream and
 hands the events to the event loop through a queue: a slow stream never holds up another.
@@ -82,7 +83,7 @@ class BedrockProvider:
 
 
 def converse_request(request: ModelRequest) -> dict[str, Any]:
-    """The keyword arguments of `converse_stream` for `request`."""
+    """The keyword arguments of `converse_stream` (or `converse`: the same) for `request`."""
     kwargs: dict[str, Any] = {
         "modelId": request.model_id.removeprefix(PREFIX),
         "messages": _messages(request.messages),
@@ -255,8 +256,31 @@ def _send_traceparent(request: Any, **_: Any) -> None:
         request.headers["traceparent"] = traceparent
 
 
+def stream_events(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """A Converse answer as the ConverseStream events that would have carried it (a text
+    block as one delta, a tool use as its start, its whole input, its stop; then the stop
+    reason and the usage), so that one translator reads both forms."""
+    message = answer.get("output", {}).get("message", {})
+    events: list[dict[str, Any]] = []
+    for index, block in enumerate(message.get("content", ())):
+        if "text" in block:
+            delta = {"contentBlockIndex": index, "delta": {"text": block["text"]}}
+            events.append({"contentBlockDelta": delta})
+        elif "toolUse" in block:
+            use = block["toolUse"]
+            start = {"toolUse": {"toolUseId": use["toolUseId"], "name": use["name"]}}
+            arguments = {"toolUse": {"input": json.dumps(use.get("input", {}))}}
+            events.append({"contentBlockStart": {"contentBlockIndex": index, "start": start}})
+            events.append({"contentBlockDelta": {"contentBlockIndex": index, "delta": arguments}})
+            events.append({"contentBlockStop": {"contentBlockIndex": index}})
+    events.append({"messageStop": {"stopReason": answer.get("stopReason")}})
+    events.append({"metadata": {"usage": answer.get("usage", {})}})
+    return events
+
+
 class _Reader(threading.Thread):
-    """Calls ConverseStream and reads its events, in a thread of its own."""
+    """Calls ConverseStream and reads its events (or Converse, for a call that asks for
+    one answer), in a thread of its own."""
 
     def __init__(
         self, kwargs: dict[str, Any], request: ModelRequest, put: Callable[[Any], None]
@@ -266,6 +290,7 @@ class _Reader(threading.Thread):
         self.max_retries = request.max_retries
         self.timeout = request.timeout
         self.traceparent = request.traceparent
+        self.stream = request.stream
         self.put = put
         self.lock = threading.Lock()
         self.stopped = False
@@ -288,6 +313,13 @@ class _Reader(threading.Thread):
             "before-send.bedrock-runtime", _send_traceparent, unique_id=_TRACEPARENT_HOOK
         )
         _traceparent.set(self.traceparent)
+        if not self.stream:  # one answer: read whole, put as the stream's events
+            answer = client.converse(**self.kwargs)
+            for event in stream_events(answer):
+                if self.stopped:
+                    return
+                self.put(event)
+            return
         event_stream = client.converse_stream(**self.kwargs)["stream"]
         with self.lock:
             if self.stopped:

@@ -53,7 +53,8 @@ _clients: weakref.WeakKeyDictionary[
 
 
 class OpenAIProvider:
-    """Chat completions, streamed, for catalog ids `openai/<model>`."""
+    """Chat completions, streamed or not (`ModelRequest.stream`), for catalog ids
+    `openai/<model>`."""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         # The SDK builds the request, retries and raises status errors; the body is built
@@ -69,18 +70,23 @@ class OpenAIProvider:
                 "/chat/completions",
                 cast_to=httpx2.Response,  # the SDK hands the response over unread
                 body=_wire_body(request),
-                stream=True,
+                stream=request.stream,
                 options={"headers": {"traceparent": request.traceparent}}
                 if request.traceparent
                 else {},
             )
-            try:
-                async for chunk in _chunks(response.aiter_lines()):
-                    for event in translator.feed(chunk):
-                        yield event
-            finally:
-                # Also when the consumer stops early: the connection goes back to the pool.
-                await response.aclose()
+            if not request.stream:  # one `chat.completion`, read whole by the SDK
+                for event in translator.feed(_as_chunk(response)):
+                    yield event
+            else:
+                try:
+                    async for chunk in _chunks(response.aiter_lines()):
+                        for event in translator.feed(chunk):
+                            yield event
+                finally:
+                    # Also when the consumer stops early: the connection goes back to the
+                    # pool.
+                    await response.aclose()
         except openai.OpenAIError as exc:
             raise _provider_error(exc) from exc
         except httpx2.TimeoutException as exc:  # the body stalled after the SDK handed it over
@@ -126,6 +132,26 @@ async def _chunks(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
             yield chunk
 
 
+def _as_chunk(response: httpx2.Response) -> dict[str, Any]:
+    """A `chat.completion` as the one chunk that would have carried all of it: its message
+    as the delta (each tool call at its index), its finish reason and its usage, so that
+    one translator reads both forms."""
+    try:
+        completion = response.json()
+    except ValueError:
+        completion = None
+    if not isinstance(completion, dict):
+        raise ProviderError(f"The OpenAI-compatible server answered no object: {response.text}")
+    choices = []
+    for choice in (completion.get("choices") or ())[:1]:
+        message = choice.get("message") or {}
+        delta: dict[str, Any] = {"content": message.get("content")}
+        calls = message.get("tool_calls") or ()
+        delta["tool_calls"] = [{**call, "index": index} for index, call in enumerate(calls)]
+        choices.append({"delta": delta, "finish_reason": choice.get("finish_reason") or "stop"})
+    return {"choices": choices, "usage": completion.get("usage")}
+
+
 def _client(request: ModelRequest) -> openai.AsyncOpenAI:
     base_url, api_key = openai_profile()
     key = (base_url, api_key, request.max_retries, request.timeout)
@@ -144,15 +170,16 @@ def _client(request: ModelRequest) -> openai.AsyncOpenAI:
 
 
 def _wire_body(request: ModelRequest) -> dict[str, Any]:
-    """The chat completions request, streamed with usage."""
+    """The chat completions request, streamed with usage or not streamed."""
     body: dict[str, Any] = {
         "model": request.model_id.removeprefix(PREFIX),
         "messages": _messages(request),
         "max_tokens": request.max_tokens,
         "temperature": request.temperature,
-        "stream": True,
-        "stream_options": {"include_usage": True},
+        "stream": request.stream,
     }
+    if request.stream:
+        body["stream_options"] = {"include_usage": True}
     if request.tools:
         body["tools"] = [_tool(spec) for spec in request.tools]
         if not request.parallel_tool_calls:

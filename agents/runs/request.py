@@ -52,6 +52,10 @@ class RunRequest:
     schedule_id: uuid.UUID | None = None
     # The body's `webhook` (agents.webhooks): this run's events go there too.
     webhook: WebhookBody | None = None
+    # False: the client waits for the whole answer (a route's non-streamed form), so the
+    # run's model calls may ask for whole answers too (RunInput.stream). A request kept for
+    # later (`request_json`) streams: who follows a background run reads its deltas.
+    stream: bool = True
     # A route that names the agent (`model`): looked up by name (ignoring case) in the
     # environment in the same statement as its version and the caller's grants.
     agent_name: str = ""

@@ -294,7 +294,9 @@ def _prepare(
     if isinstance(spec.config, TaskAgentConfig):
         inputs, _ = _task_inputs(spec.config, request.inputs)
         Run.objects.filter(pk=run.pk).update(messages=[{"role": "user", "inputs": inputs}])
-        return spec, RunInput(inputs=inputs, guardrails=rules, guard_window=_window())
+        return spec, RunInput(
+            inputs=inputs, guardrails=rules, guard_window=_window(), stream=request.stream
+        )
     return spec, RunInput(
         messages=(*history, *request.messages),
         guardrails=rules,
@@ -304,6 +306,7 @@ def _prepare(
         tool_choice=request.tool_choice,
         parallel_tool_calls=request.parallel_tool_calls,
         can_pause=can_pause(request, spec),
+        stream=request.stream,
     )
 
 

@@ -56,6 +56,9 @@ async def run(
     meter.spend = run_input.spend
     yield ResponseCreated(response_id or new_response_id(), spec.model, int(time.time()))
     guard = Guard(run_input.guardrails, run_input.guard_window, meter.trace)
+    # An output guardrail screens the text in windows as it streams, and its block stops
+    # the model there: its runs keep their model calls streamed.
+    meter.deltas = run_input.stream or bool(guard.output_rules)
     try:
         # Before any model call: a blocked input never reaches a provider. (A resumed turn
         # brings no input: its own was checked when the run began.)

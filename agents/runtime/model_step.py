@@ -69,6 +69,8 @@ async def model_step(
     spec: AgentSpec, request: ModelRequest, meter: Meter, result: StepResult, *, stream: bool
 ) -> AsyncIterator[TextDelta]:
     """Run one call; yields its text as deltas when `stream`, fills `result` as it goes.
+    The provider is asked for a stream only when `stream` and the run's deltas are read
+    (Meter.deltas); otherwise the text comes as one delta, when the answer has come.
 
     A call that fails before it produced any text or tool call, in a way another model may
     not (ProviderError.fallback_ok), goes to the config's fallback models in turn
@@ -77,6 +79,8 @@ async def model_step(
     # A budget spent stops the run here, before the call. Once per call, fallbacks
     # included: a failed attempt used no tokens, and the gate is told of the one that did.
     await meter.before_call()
+    if not (stream and meter.deltas):  # nobody reads its deltas: one answer costs less
+        request = dataclasses.replace(request, stream=False)
     attempts = [_Attempt(spec.provider, spec.model, spec.price, request)]
     attempts += [
         _Attempt(f.provider, f.model, f.price, dataclasses.replace(request, model_id=f.model))

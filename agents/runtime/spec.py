@@ -120,6 +120,10 @@ class RunInput:
     # What may stop the run between model calls and is told what each costs: the budgets
     # that apply to it (agents.budgets.gate). None: nothing to enforce.
     spend: SpendGate | None = None
+    # Whether the client reads the run's text as it is made (a streamed route, a follower
+    # of a background run). False: it waits for the whole answer, so unless an output
+    # guardrail screens the text as it comes, each model call asks for one answer.
+    stream: bool = True
 
 
 class SpendGate(Protocol):
@@ -150,13 +154,16 @@ class RunFailure(Exception):
 @dataclass
 class Meter:
     """Token usage of every model call of a run, nested task agents included, the run's
-    trace of steps (each model call with its cost), and the gate its budgets keep before
-    each call."""
+    trace of steps (each model call with its cost), the gate its budgets keep before
+    each call, and whether anything reads its text as it is made (`deltas`)."""
 
     usage: Usage = field(default_factory=Usage)
     model_calls: int = 0
     trace: Trace = field(default_factory=Trace)
     spend: SpendGate | None = None
+    # False: neither the client nor an output guardrail reads the text delta by delta, so
+    # every model call asks its provider for one answer (docs/architecture.md#non-streamed-calls).
+    deltas: bool = True
 
     async def before_call(self) -> None:
         if self.spend is not None:

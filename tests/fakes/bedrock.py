@@ -221,6 +221,7 @@ class BedrockHandler(FakeHandler):
             error = encode_exception("internalServerException", "The model stream failed")
             self.stream_events(events, turn, error, end)
         elif recorded.path.endswith("/converse"):
+            self.hold_whole(turn)
             self.send_json(200, self.document(turn))
         elif recorded.path.endswith("/invoke"):
             self.titan(recorded)

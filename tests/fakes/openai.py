@@ -66,6 +66,7 @@ class OpenAIHandler(FakeHandler):
             return
         body = recorded.body if isinstance(recorded.body, dict) else {}
         if not body.get("stream"):
+            self.hold_whole(turn)
             self.send_json(200, self.completion(body, turn))
             return
         self.start_stream("text/event-stream", {"x-request-id": "fake-request"})

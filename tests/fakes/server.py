@@ -50,7 +50,8 @@ class Turn:
     usage: (input tokens, output tokens); cached: how many of the input tokens the provider
     read from its prompt cache (each fake reports them as its wire format does);
     delay: seconds before the response starts; pause: seconds between events;
-    hang: seconds to hold the stream open after the content, before it ends;
+    hang: seconds to hold the stream open after the content, before it ends (a whole,
+    unstreamed answer comes when its stream would have ended: `hold_whole`);
     error_after: after this many events, send the protocol's mid-stream error instead;
     cut_after: after this many events, drop the connection;
     gate: a semaphore the fake takes before each event after the first, so a test lets
@@ -286,6 +287,16 @@ class FakeHandler(BaseHTTPRequestHandler):
                 raise ClientGone
             self.send_chunk(event)
         self.end_stream()
+
+    def hold_whole(self, turn: Turn) -> None:
+        """Before a whole (unstreamed) answer: it comes when its stream would have ended,
+        after the pauses between its deltas, the gate (once) and the hang."""
+        if not self.wait(turn.pause * max(len(turn.text) - 1, 0)):
+            raise ClientGone
+        if turn.gate is not None and not self.take(turn.gate):
+            raise ClientGone
+        if not self.wait(turn.hang):
+            raise ClientGone
 
     def wait(self, seconds: float) -> bool:
         """Sleep, watching the socket: False as soon as the client has closed it."""

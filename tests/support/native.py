@@ -26,7 +26,10 @@ from tests.support.backends import Backend
 USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
 USAGE: dict[str, Any] = {
     "type": "object",
-    "properties": {key: {"type": "integer", "minimum": 0} for key in USAGE_KEYS},
+    # cached_input_tokens: where a provider reported a cache hit (docs/api.md#runs).
+    "properties": {
+        key: {"type": "integer", "minimum": 0} for key in (*USAGE_KEYS, "cached_input_tokens")
+    },
     "required": list(USAGE_KEYS),
     "additionalProperties": False,
 }

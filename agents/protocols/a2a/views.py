@@ -550,6 +550,7 @@ class A2AEndpointView(ProtocolView):
                 agent_types=("tool", "rag", "task"),
                 thread_id=context_id,
                 held=held,  # read with the agent: the run's start reads them no more
+                stream=call.method is Method.STREAM,
             )
         except Invalid as exc:  # its call-depth header: the request as a whole, not a param
             error = InvalidRequestError(f"Invalid request: {exc.errors[0].msg}")

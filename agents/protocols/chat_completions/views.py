@@ -162,6 +162,7 @@ class _ChatCompletionsBase(OpenAIAnswers, ProtocolView):
                 # and the version: one read of them, as on the per-agent route.
                 agent_name=name,
                 messages=messages,
+                stream=body.stream,
                 # The document's iteration is user → model → tool call → tool result →
                 # model: `iteration_limit` rounds of tools, then the model may still answer.
                 max_iterations=body.iteration_limit + 1,

@@ -68,6 +68,7 @@ class _InvokeBase(ProtocolView):
                 inputs=body.inputs,
                 guardrails=tuple(body.guardrails),
                 webhook=body.webhook,
+                stream=self.stream,
             )
         else:
             body = self.body(InvokeRequest)
@@ -84,6 +85,7 @@ class _InvokeBase(ProtocolView):
                     include=set(RAG_OVERRIDES), exclude_none=True, by_alias=False
                 ),
                 webhook=body.webhook,
+                stream=self.stream,
             )
         if body.background:
             return run_queue(request)

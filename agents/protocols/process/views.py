@@ -130,6 +130,7 @@ class ProcessView(ProtocolView):
             messages=messages,
             thread_id=body.session_id or "",
             webhook=body.webhook,
+            stream=body.stream,
         )
         if body.background:
             return body, run_queue(request)

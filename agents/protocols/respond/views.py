@@ -74,7 +74,9 @@ class RespondView(ProtocolView):
     def _start(self, agent_id: str, version_id: str) -> tuple[AgentRequest, Invocation | uuid.UUID]:
         body = self.body(AgentRequest)
         messages = history_messages(body)
-        request = self.run_request(agent_id, version_id, messages=messages, webhook=body.webhook)
+        request = self.run_request(
+            agent_id, version_id, messages=messages, webhook=body.webhook, stream=False
+        )
         if body.background:
             return body, run_queue(request)
         return body, invocation_start(request)

@@ -409,3 +409,34 @@ def test_fake_answers_converse_without_streaming(fake: FakeBedrock) -> None:
         {"toolUse": {"toolUseId": "t9", "name": "get_weather", "input": {"city": "Oslo"}}},
     ]
     assert answer["stopReason"] == "tool_use"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_call_uses_converse_stream_only_when_its_deltas_are_read(
+    fake: FakeBedrock, stream: bool
+) -> None:
+    calls = [Call("get_weather", {"city": "Oslo"}, id="t1"), Call("get_weather", {"city": "Rome"})]
+    fake.script(Turn(text=["Let me ", "look."], calls=calls, usage=(120, 30), cached=100))
+
+    events = collect(ask("Oslo and Rome?", tools=(WEATHER,), stream=stream))
+
+    (path,) = [r.path for r in fake.requests]
+    assert path.endswith("/converse-stream" if stream else "/converse")
+    texts = [e.text for e in events if isinstance(e, TextChunk)]
+    assert texts == (["Let me ", "look."] if stream else ["Let me look."])
+    called = [e.call for e in events if isinstance(e, ToolCallChunk)]
+    assert [(c.call_id, c.name, json.loads(c.arguments)) for c in called] == [
+        ("t1", "get_weather", {"city": "Oslo"}),
+        (called[1].call_id, "get_weather", {"city": "Rome"}),
+    ]
+    assert events[-1] == Finished(Usage(120, 30, cached_input_tokens=100), "tool_use")
+
+
+def test_a_refused_whole_answer_is_a_provider_error(fake: FakeBedrock) -> None:
+    fake.script(Fail(400, "bad input"))
+
+    with pytest.raises(ProviderError, match="bad input") as refused:
+        collect(ask(stream=False))
+
+    assert not refused.value.fallback_ok
+    assert fake.requests[0].path.endswith("/converse")

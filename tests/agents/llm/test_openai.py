@@ -379,3 +379,25 @@ def test_fake_answers_without_streaming(fake: FakeOpenAI) -> None:
     assert message.tool_calls is not None
     assert message.tool_calls[0].id == "c9"
     assert answer.choices[0].finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_call_asks_for_a_stream_only_when_its_deltas_are_read(
+    fake: FakeOpenAI, stream: bool
+) -> None:
+    calls = [Call("get_weather", {"city": "Oslo"}, id="c1"), Call("get_weather", {"city": "Rome"})]
+    fake.script(Turn(text=["Let me ", "look."], calls=calls, usage=(120, 30), cached=100))
+
+    events = collect(ask("Oslo and Rome?", tools=(WEATHER,), stream=stream))
+
+    (body,) = [r.body for r in fake.requests]
+    assert body["stream"] is stream
+    assert ("stream_options" in body) is stream  # usage comes in a whole answer anyway
+    texts = [e.text for e in events if isinstance(e, TextChunk)]
+    assert texts == (["Let me ", "look."] if stream else ["Let me look."])
+    called = [e.call for e in events if isinstance(e, ToolCallChunk)]
+    assert [(c.call_id, c.name, json.loads(c.arguments)) for c in called] == [
+        ("c1", "get_weather", {"city": "Oslo"}),
+        (called[1].call_id, "get_weather", {"city": "Rome"}),
+    ]
+    assert events[-1] == Finished(Usage(120, 30, cached_input_tokens=100), "tool_use")

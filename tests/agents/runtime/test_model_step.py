@@ -4,6 +4,7 @@ own: scripted providers, no database, no HTTP."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from agents.llm.base import Message, ProviderError, TextChunk, Usage
@@ -11,6 +12,9 @@ from agents.runtime.engine import run
 from agents.runtime.events import Event, ResponseCompleted, ResponseFailed, TextDelta
 from agents.runtime.pricing import Price
 from agents.runtime.spec import AgentSpec, FallbackModel, Meter, RunInput
+from guardrails.detectors.registry import detector_for
+from guardrails.engines.local import LocalEngine
+from guardrails.engines.rules import Rule
 from tests.support.scripted import ScriptedProvider, answer, call, done, function, tool_agent
 
 THROTTLED = ProviderError("ThrottlingException: Too many requests")
@@ -164,4 +168,32 @@ def test_each_model_call_of_a_run_starts_again_from_the_versions_model() -> None
         ("primary-model", "failed", str(THROTTLED)),
         ("second", "completed", None),
         ("primary-model", "completed", None),
+    ]
+
+
+def _asked_streams(run_input: RunInput, *steps: Any) -> list[bool]:
+    """Whether each model call of a run of `run_input` asked its provider for a stream."""
+    provider = ScriptedProvider(*steps)
+
+    async def collect() -> None:
+        async for _ in run(spec(provider), run_input):
+            pass
+
+    asyncio.run(collect())
+    return [request.stream for request in provider.requests]
+
+
+def test_a_call_asks_for_a_stream_only_when_something_reads_its_deltas() -> None:
+    ask = (Message("user", "Go"),)
+    steps = ([call("multiply", '{"a": 3, "b": 5}'), done("tool_use")], answer("15."))
+    whole = RunInput(ask, stream=False)
+    profanity = LocalEngine(detector_for("profanity", {}))
+    screened = Rule("Screen", profanity, frozenset({"output"}), "", "")
+
+    assert _asked_streams(RunInput(ask), *steps) == [True, True]
+    assert _asked_streams(whole, *steps) == [False, False]
+    # An output guardrail screens the text as it streams: the calls stay streamed.
+    assert _asked_streams(dataclasses.replace(whole, guardrails=(screened,)), *steps) == [
+        True,
+        True,
     ]
