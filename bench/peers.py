@@ -276,7 +276,7 @@ class LiteLLM(Peer):
 
     def start(self, upstream: str) -> None:
         python = venv("litellm", LITELLM)
-        config = Path(self.log.name).with_suffix(".yaml")
+        config = self.config = Path(self.log.name).with_suffix(".yaml")
         config.write_text(
             textwrap.dedent(f"""\
                 model_list:
@@ -299,6 +299,11 @@ class LiteLLM(Peer):
         command += ["--port", str(self.port), "--num_workers", "1"]
         self.spawn(command, peer_env(LITELLM_MASTER_KEY=self.key), VENVS)
         self.wait_ready("/health/liveliness")
+
+    def close(self) -> None:
+        super().close()
+        if getattr(self, "config", None):
+            self.config.unlink(missing_ok=True)
 
     def targets(self) -> list[Target]:
         url = f"{self.url}/v1/chat/completions"
