@@ -218,7 +218,8 @@ def test_any_document_body_is_accepted_or_refused_never_a_500(
     documents = Document.objects.count()
     body = {"title": title, "text": "The warranty covers parts.", "metadata": metadata}
     response = world.client.generic("POST", "/v1/documents", _raw(body), JSON)
-    assert response.status_code in (202, 400), response.content[:300]
+    # 200: an earlier example stored these bytes already (the same text is one document).
+    assert response.status_code in (200, 202, 400), response.content[:300]
     if response.status_code == 400:
         assert response.json()["detail"]
         assert Document.objects.count() == documents

@@ -347,7 +347,8 @@ def world(owner: Any, make_agent: Any, settings: Any, mcp_server: Any) -> Iterat
             environment_id=env.pk,
             user=owner,
             title=title,
-            data=b"The warranty covers parts and labour for two years.",
+            # Each its own bytes: the same bytes uploaded again are the first document.
+            data=f"{title}: the warranty covers parts and labour for two years.".encode(),
             media_type="text/plain",
             metadata={"year": 2024},
         )
