@@ -23,6 +23,7 @@ BENCHMARKS = (
     "oauth_tokens.py",
     "peers.py",
     "otel_export.py",
+    "per_delta.py",
     "protocols_overhead.py",
     "prune.py",
     "retrieval_search.py",

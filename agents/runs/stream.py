@@ -19,7 +19,7 @@ from agentbuilder.db import in_db
 from agents.models import RunStatus
 from agents.runs import leases, live
 from agents.runs.hooks import StopRun, hooks_end, hooks_see
-from agents.runs.pacing import paced
+from agents.runs.pacing import batched
 from agents.runs.record import RunRecorder
 from agents.runs.start import Invocation
 from agents.runs.telemetry import run_exported
@@ -206,20 +206,27 @@ async def encoded(
     cancels the run; an encoder that raises fails it (`internal_error`), recorded."""
     # aclosing: when the client leaves, the run is closed (and recorded) at once, not
     # whenever the garbage collector gets to it.
-    async with aclosing(recorded_events(invocation)) as events:
-        if keepalive is None:
-            async for event in events:
-                for frame in await _maybe(encode(event)):
-                    yield frame
-            return
-        interval, beat = keepalive
-        async with aclosing(paced(events, interval)) as beats:
-            async for paced_event in beats:
-                if paced_event is None:
-                    yield beat
-                    continue
-                for frame in await _maybe(encode(paced_event)):
-                    yield frame
+    interval, beat = keepalive if keepalive is not None else (None, b"")
+    async with (
+        aclosing(recorded_events(invocation)) as events,
+        aclosing(batched(events, interval)) as batches,
+    ):
+        async for batch in batches:
+            if batch is None:
+                yield beat
+                continue
+            # The events that came together go out in one write (one ASGI message, one
+            # socket write): per delta, a write was the largest cost of a stream.
+            frames: list[bytes] = []
+            try:
+                for event in batch:
+                    frames.extend(await _maybe(encode(event)))
+            except Exception as exc:
+                # Said before the run is closed: the run was broken, not left.
+                events.broken_by = exc
+                raise
+            if frames:
+                yield frames[0] if len(frames) == 1 else b"".join(frames)
 
 
 async def answered(invocation: Invocation, take: Take | None = None) -> list[Event]:
