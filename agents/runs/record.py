@@ -91,11 +91,13 @@ class RunRecorder:
         self.output: Any = None
         self.error: dict[str, str] | None = None
         self.trace = Trace(invocation.trace)  # the runtime adds the run's steps to it
-        self.started_ns, self.started_monotonic_ns = time.time_ns(), time.monotonic_ns()
+        self.started_ns = invocation.started_ns
+        self.started_monotonic_ns = invocation.started_monotonic_ns
         self.answer: str | None = None  # as the caller got it, for the run's spans
         self.events = EventLog(invocation.run_id, invocation.events_before)
         self.paused: PausedTurn | None = None  # the turn waits for approvals
-        self._started = time.monotonic()  # this turn's (the row's started_at is the run's)
+        # This turn's start, on time.monotonic()'s clock (the row's started_at is the run's).
+        self._started = invocation.started_monotonic_ns / 1e9
         leases.run_started(invocation.run_id)
 
     def observe(self, event: Event) -> None:

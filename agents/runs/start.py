@@ -7,6 +7,7 @@ stream itself holds no database connection.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -74,6 +75,11 @@ class Invocation:
     thread_id: str = ""
     environment: str = ""  # the environment's name
     draft: bool = False  # an unsaved config ran, not the version's (RunRequest.draft)
+    # When the run (this turn) began, as its row's started_at: its clocks (latency, the
+    # root span) start here, not when its events begin to flow, which a loaded server may
+    # reach much later.
+    started_ns: int = field(default_factory=time.time_ns)
+    started_monotonic_ns: int = field(default_factory=time.monotonic_ns)
 
     @property
     def answered_by(self) -> str:
