@@ -70,7 +70,10 @@ SCENARIO_STEPS = int(os.environ.get("SCHEMATHESIS_SCENARIO_STEPS", "6"))
 # server's URL must pass the network policy; an alias names a version the agent has; a
 # document's file must be of a readable type; the token endpoint's fields go together by
 # grant type; a budget has a limit, and its scope's object is one of the environment's
-# (docs/api.md#budgets). Reads and deletes keep it.
+# (docs/api.md#budgets); a gate's dataset, an approval's request, an experiment's scorers
+# and a schedule's cron must exist or parse, a webhook's URL must be http(s) and pass the
+# network policy, and a promptfoo file naming a new dataset needs its agent type
+# (docs/api.md#evaluations, #schedules, #webhooks, #approvals). Reads and deletes keep it.
 SEMANTIC_WRITES = [
     "POST /v1/auth/token",
     "POST /v1/agents",
@@ -92,10 +95,17 @@ SEMANTIC_WRITES = [
     "PATCH /v1/mcp-servers/{serverId}",
     "POST /v1/budgets",
     "PATCH /v1/budgets/{budgetId}",
+    "PUT /v1/agents/{agentId}/aliases/{name}/gate",
+    "POST /v1/agents/{agentId}/schedules",
+    "POST /v1/agents/{agentId}/webhooks",
+    "POST /v1/datasets/import/promptfoo",
+    "POST /v1/experiments",
+    "POST /v1/runs/{runId}/approvals",
 ]
 # A usage report's period must end after it starts and span at most 366 days
-# (docs/api.md#usage): two bounds JSON Schema cannot relate. Any other query it takes.
-PERIODS = ["GET /v1/usage"]
+# (docs/api.md#usage), and so must the audit log's `from` and `to`: bounds JSON Schema
+# cannot relate. Any other query they take.
+PERIODS = ["GET /v1/usage", "GET /v1/audit"]
 # negative_data_rejection stays off where pydantic's lax mode still coerces what the document
 # refuses, in these bodies' numbers: `false` for an integer (`seed`, `adjacentChunkRange`,
 # `metadata.turn_index`, as a full run found) and "7" for 7. Booleans are strict everywhere

@@ -4,10 +4,10 @@ request's environment, newest first, for AUDIT holders on it."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from drf_spectacular.utils import extend_schema
-from pydantic import AwareDatetime, Field, model_validator
+from pydantic import AwareDatetime, BeforeValidator, Field, model_validator
 from rest_framework.response import Response
 
 from agentbuilder.api.openapi import query_parameters
@@ -37,13 +37,27 @@ ObjectType = Literal[
 Surface = Literal["api", "admin", "import", "other"]
 
 
+def _iso(value: object) -> object:
+    # The document says an ISO 8601 date-time; pydantic alone also takes a number, as
+    # seconds since 1970 (`to=0.5` read as a moment of 1970).
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError("an ISO 8601 date-time (2026-11-01T09:30:00Z)") from None
+    return value
+
+
+IsoTime = Annotated[AwareDatetime, BeforeValidator(_iso)]
+
+
 class AuditQuery(PageQuery):
     object_type: ObjectType | None = None
     object_id: str | None = Field(None, max_length=64)
     actor_id: int | None = Field(None, gt=0, le=2**31 - 1)
     action: str | None = Field(None, max_length=40)
-    from_: AwareDatetime | None = Field(None, alias="from")
-    to: AwareDatetime | None = None
+    from_: IsoTime | None = Field(None, alias="from")
+    to: IsoTime | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> AuditQuery:

@@ -134,7 +134,9 @@ class CasesRemove(CamelModel):
 
 
 class FeedbackIn(CamelModel):
-    score: StrictInt = Field(description="1 (thumbs up) or -1 (thumbs down).")
+    score: StrictInt = Field(
+        description="1 (thumbs up) or -1 (thumbs down).", json_schema_extra={"enum": [1, -1]}
+    )
     comment: str = Field("", max_length=4000)
 
 

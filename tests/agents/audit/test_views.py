@@ -146,6 +146,7 @@ def test_the_filters_narrow_the_records(
         ({"actorId": "me"}, ["query", "actorId"]),
         ({"from": "yesterday"}, ["query", "from"]),
         ({"from": "2026-01-01T00:00:00"}, ["query", "from"]),
+        ({"to": "0.5"}, ["query", "to"]),  # a number is no date-time, not 1970's
         ({"from": "2026-01-02T00:00:00Z", "to": "2026-01-01T00:00:00Z"}, ["query", "to"]),
     ],
 )
