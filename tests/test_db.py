@@ -38,7 +38,12 @@ def test_a_row_reads_as_the_orm_reads_it(make_agent: Any) -> None:
         assert list(version.config) == list(orm.config)  # in its stored order
         assert version.created_at == orm.created_at
         assert version.answer == 42  # type: ignore[attr-defined]
-        assert version.get_deferred_fields() == {"notes", "version_label", "created_by_id"}
+        assert version.get_deferred_fields() == {
+            "notes",
+            "version_label",
+            "created_by_id",
+            "config_as_written",
+        }
         assert not version._state.adding
 
 

@@ -236,7 +236,9 @@ def test_any_multipart_field_is_accepted_or_refused_never_a_500(
 ) -> None:
     documents = Document.objects.count()
     response = world.upload(metadata=metadata, docType=doc_type)
-    assert response.status_code in (202, 400), response.content[:300]
+    # 200: an earlier example stored these bytes already (the same file is one document).
+    assert response.status_code in (200, 202, 400), response.content[:300]
     if response.status_code == 400:
         assert response.json()["detail"]
+    if response.status_code != 202:
         assert Document.objects.count() == documents

@@ -73,7 +73,7 @@ SCENARIO_STEPS = int(os.environ.get("SCHEMATHESIS_SCENARIO_STEPS", "6"))
 # (docs/api.md#budgets); a gate's dataset, an approval's request, an experiment's scorers
 # and a schedule's cron must exist or parse, a webhook's URL must be http(s) and pass the
 # network policy, and a promptfoo file naming a new dataset needs its agent type
-# (docs/api.md#evaluations, #schedules, #webhooks, #approvals). Reads and deletes keep it.
+# (docs/api.md#evaluations, #schedules, #webhooks, #tool-approvals). Reads and deletes keep it.
 SEMANTIC_WRITES = [
     "POST /v1/auth/token",
     "POST /v1/agents",

@@ -507,7 +507,6 @@ def test_nul_character_in_a_query_is_400(world: World) -> None:
         ("put", "/v1/agents"),
         ("delete", "/v1/agents"),
         ("patch", "/v1/agents/types"),
-        ("post", "/v1/environments"),
         ("put", "/v1/agents/{agentId}"),
         ("post", "/v1/agents/{agentId}"),
         ("delete", "/v1/agents/{agentId}/versions"),
